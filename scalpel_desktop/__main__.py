@@ -1,0 +1,3 @@
+from scalpel_desktop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""``scalpel config show|path|set``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from scalpel_desktop.cli import CliError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="Show or change settings.", description="Show or change settings (config.json).")
+    csub = p.add_subparsers(dest="config_cmd", metavar="ACTION", required=True)
+    show = csub.add_parser("show", help="Print every setting with its value.", description="Print every setting with its value.")
+    show.add_argument("--json", action="store_true", help="Machine-readable output.")
+    show.set_defaults(func=_show)
+    path = csub.add_parser("path", help="Print the config file's path.", description="Print the config file's path.")
+    path.set_defaults(func=_path)
+    st = csub.add_parser("set", help="Set KEY to VALUE.", description="Set KEY to VALUE (validated; lists are comma-separated).")
+    st.add_argument("key")
+    st.add_argument("value")
+    st.set_defaults(func=_set)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from scalpel_desktop.config import KEYS, Config, ConfigError
+
+    try:
+        cfg = Config.load()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    values = cfg.as_dict()
+    if args.json:
+        print(json.dumps(values, indent=2))
+        return 0
+    width = max(len(k) for k in values)
+    for k, v in values.items():
+        print(f"{k:<{width}}  {json.dumps(v)}    # {KEYS[k].help}")
+    return 0
+
+
+def _path(args: argparse.Namespace) -> int:
+    from scalpel_desktop.paths import dirs
+
+    print(dirs().config_file)
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    from scalpel_desktop.config import Config, ConfigError
+
+    try:
+        cfg = Config.load()
+        value = cfg.set(args.key, args.value)
+        cfg.save()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    print(f"{args.key} = {json.dumps(value)}")
+    _notify_running_proxy(args.key, value)
+    return 0
+
+
+def _notify_running_proxy(key: str, value: object) -> None:
+    """A running proxy re-reads live settings; best effort, silent when none runs."""
+    try:
+        from scalpel_desktop.control_client import ControlClient  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    try:
+        ControlClient.discover().set_settings({key: value})
+    except Exception:  # noqa: BLE001 - no proxy running is fine
+        pass

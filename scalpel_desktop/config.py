@@ -1,0 +1,210 @@
+"""The user's settings: one JSON file, a typed schema, clear errors.
+
+Every key has a type, a default (SPEC section 5's defaults for the surgery) and
+what values are allowed. ``Config.set`` validates and names the key, the value
+and what is allowed when it refuses. Unknown keys in the file are kept (a newer
+version may have written them) but ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from scalpel_desktop.paths import dirs
+
+
+class ConfigError(ValueError):
+    """A bad key or value; the message names the key, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    default: Any
+    kind: type
+    help: str
+    choices: tuple = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    check: Callable[[Any], bool] | None = None
+    allowed: str = ""
+
+    def describe_allowed(self) -> str:
+        if self.allowed:
+            return self.allowed
+        if self.choices:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        if self.kind is bool:
+            return "true or false"
+        if self.kind in (int, float):
+            lo = "" if self.minimum is None else f">= {self.minimum}"
+            hi = "" if self.maximum is None else f"<= {self.maximum}"
+            rng = " and ".join(x for x in (lo, hi) if x)
+            return f"a {'whole ' if self.kind is int else ''}number{(' ' + rng) if rng else ''}"
+        if self.kind is list:
+            return "a comma-separated list"
+        return "text"
+
+    def parse(self, value: Any) -> Any:
+        """Turn a CLI string (or a JSON value) into this key's type, or raise ConfigError."""
+        try:
+            v = _coerce(self.kind, value)
+        except (ValueError, TypeError):
+            raise ConfigError(
+                f"{self.name}: {value!r} is not valid; allowed: {self.describe_allowed()}"
+            ) from None
+        bad = (
+            (self.choices and v not in self.choices)
+            or (self.minimum is not None and v < self.minimum)
+            or (self.maximum is not None and v > self.maximum)
+            or (self.check is not None and not self.check(v))
+        )
+        if bad:
+            raise ConfigError(
+                f"{self.name}: {value!r} is not valid; allowed: {self.describe_allowed()}"
+            )
+        return v
+
+
+def _coerce(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        s = str(value).strip().lower()
+        if s in ("1", "true", "yes", "on"):
+            return True
+        if s in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(value)
+    if kind is int:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return int(str(value).strip()) if isinstance(value, str) else int(value)
+    if kind is float:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        return float(value)
+    if kind is list:
+        if isinstance(value, list):
+            return [str(x) for x in value]
+        return [x.strip() for x in str(value).split(",") if x.strip()]
+    if kind is str:
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value
+    raise TypeError(kind)
+
+
+def _is_url(v: str) -> bool:
+    return v.startswith(("http://", "https://")) and len(v) > len("http://x")
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in [
+        Key("port", 4242, int, "Port the proxy listens on (127.0.0.1 only).", minimum=1, maximum=65535),
+        Key("anthropic_upstream", "https://api.anthropic.com", str, "Where Anthropic API requests go.",
+            check=_is_url, allowed="an http:// or https:// URL"),
+        Key("openai_upstream", "https://api.openai.com", str, "Where /openai/... requests go (prefix stripped).",
+            check=_is_url, allowed="an http:// or https:// URL"),
+        Key("paused", False, bool, "Pass-through: forward everything unchanged."),
+        Key("tier", 2, int, "1 = superseded reads, duplicates, failed commands; 2 = also dead snapshots and stale large results.",
+            choices=(1, 2)),
+        Key("policy", "cold", str, "When to cut: cold (only when free), payback (also on a warm cache when it repays), off.",
+            choices=("cold", "payback", "off")),
+        Key("keep_recent", 3, int, "Never cut the most recent N tool results.", minimum=0, maximum=1000),
+        Key("failed_age_messages", 10, int, "A failed result is dead once this many messages old.", minimum=1),
+        Key("stale_min_tokens", 1000, int, "A stale large result has at least this many tokens.", minimum=1),
+        Key("stale_age_messages", 20, int, "... and is more than this many messages old.", minimum=1),
+        Key("min_cut_tokens", 200, int, "Never cut a result under this many tokens.", minimum=1),
+        Key("batch_min_tokens", 2000, int, "Cold policy: cut only batches worth at least this many tokens.", minimum=0),
+        Key("ttl_margin_s", 30, int, "A cache is called cold only this many seconds past its TTL.", minimum=0),
+        Key("payback_turns_min", 5, int, "Payback policy: remaining turns are estimated as turns so far, clamped to min..max.", minimum=1),
+        Key("payback_turns_max", 50, int, "See payback_turns_min.", minimum=1),
+        Key("payback_factor", 2.0, float, "Payback policy: the saving must repay the rewrite this many times.", minimum=1.0),
+        Key("cut_mcp_results", False, bool, "Allow cutting MCP tool results (mcp__*)."),
+        Key("exclude_dirs", [], list, "Never change conversations whose working directory is under one of these."),
+        Key("spill_keep_days", 30, int, "Spill files older than this are removed by `scalpel spill gc`.", minimum=1),
+        Key("spill_max_mb", 2048, int, "Size cap of the spill dir; gc removes the oldest first.", minimum=1),
+        Key("tool_filter", False, bool, "Apply the tool removal list to new sessions."),
+        Key("mcp_hint", "", str, "Task hint for the MCP router's ranking."),
+        Key("mcp_max_tools", 15, int, "Tools the MCP router lists before a search.", minimum=1),
+        Key("body_limit_mb", 64, int, "Request bodies above this stream through untouched.", minimum=1),
+    ]
+}
+
+
+class Config:
+    """The settings as stored in ``config.json``, with defaults filled in."""
+
+    def __init__(self, values: dict[str, Any] | None = None, path: Path | None = None):
+        self.path = path or dirs().config_file
+        self._raw: dict[str, Any] = dict(values or {})
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "Config":
+        path = path or dirs().config_file
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raw = {}
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{path}: cannot be read as JSON ({e})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        return cls(raw, path)
+
+    def get(self, name: str) -> Any:
+        key = KEYS.get(name)
+        if key is None:
+            raise ConfigError(f"unknown setting {name!r}; known: {', '.join(sorted(KEYS))}")
+        if name in self._raw:
+            try:
+                return key.parse(self._raw[name])
+            except ConfigError:
+                return key.default
+        return key.default
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: self.get(name) for name in KEYS}
+
+    def set(self, name: str, value: Any) -> Any:
+        key = KEYS.get(name)
+        if key is None:
+            raise ConfigError(f"unknown setting {name!r}; known: {', '.join(sorted(KEYS))}")
+        parsed = key.parse(value)
+        self._raw[name] = parsed
+        return parsed
+
+    def save(self) -> None:
+        write_json_atomic(self.path, self._raw)
+
+
+def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
+    """Write JSON to ``path`` atomically (temp file + fsync + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,115 @@
+"""Where scalpel keeps its files.
+
+Every directory comes from platformdirs, except when ``SCALPEL_HOME`` is set:
+then everything (data, config, state, spill, logs) lives below it. Every test
+sets ``SCALPEL_HOME`` so that no run ever touches a real user directory.
+
+Claude Code's own directories are resolved here too, but only from the
+environment (``CLAUDE_CONFIG_DIR`` and ``HOME``): tests point both at a
+temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+APP_NAME = "scalpel-desktop"
+
+
+@dataclass(frozen=True)
+class Dirs:
+    data: Path
+    config: Path
+    state: Path
+
+    @property
+    def spill(self) -> Path:
+        return self.data / "spill"
+
+    @property
+    def logs(self) -> Path:
+        return self.state / "logs"
+
+    @property
+    def database(self) -> Path:
+        return self.data / "ledger.sqlite3"
+
+    @property
+    def config_file(self) -> Path:
+        return self.config / "config.json"
+
+    @property
+    def token_file(self) -> Path:
+        """The per-install control token (mode 0600)."""
+        return self.config / "control-token"
+
+    @property
+    def runtime_file(self) -> Path:
+        """Written by a running proxy: pid, port, start time."""
+        return self.state / "proxy.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.state / "proxy.lock"
+
+
+def dirs() -> Dirs:
+    home = os.environ.get("SCALPEL_HOME")
+    if home:
+        root = Path(home).expanduser()
+        return Dirs(data=root / "data", config=root / "config", state=root / "state")
+    import platformdirs
+
+    return Dirs(
+        data=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+        config=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+        state=Path(platformdirs.user_state_dir(APP_NAME, appauthor=False)),
+    )
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) and make it 0700: it may hold raw tool output."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    return path
+
+
+def user_home() -> Path:
+    return Path(os.environ.get("HOME") or os.path.expanduser("~"))
+
+
+def claude_config_dir() -> Path:
+    """Claude Code's config dir: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    return user_home() / ".claude"
+
+
+def claude_projects_dirs() -> list[Path]:
+    """Every place Claude Code may keep transcripts, existing ones only."""
+    candidates = []
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    if env:
+        candidates.append(Path(env).expanduser() / "projects")
+    candidates.append(user_home() / ".claude" / "projects")
+    candidates.append(user_home() / ".config" / "claude" / "projects")
+    seen: list[Path] = []
+    for c in candidates:
+        if c.is_dir() and c not in seen:
+            seen.append(c)
+    return seen
+
+
+def home_relative(path: Path) -> str:
+    """Render ``path`` as ``~/...`` when it is under the home dir (never the user's name)."""
+    try:
+        rel = Path(path).resolve().relative_to(user_home().resolve())
+    except (ValueError, OSError):
+        return str(path)
+    return "~/" + rel.as_posix()

@@ -1,0 +1,52 @@
+"""Runs stages in order; an exception anywhere forwards the original bytes.
+
+Like mitmproxy's ``safecall``: a stage that raises is logged and the chain goes
+on, but any change already made to the body is dropped (fail-open), and the
+decision says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+from scalpel_desktop.pipeline.seam import ApiRequest, Decision, Exchange, ResponseResult, Stage
+
+log = logging.getLogger("scalpel.pipeline")
+
+
+class Chain:
+    def __init__(self, stages: Sequence[Stage], paused: Callable[[], bool] = lambda: False):
+        self.stages = list(stages)
+        self.paused = paused
+
+    def process(self, request: ApiRequest) -> Exchange:
+        ex = Exchange(request=request)
+        paused = _safe_bool(self.paused)
+        for stage in self.stages:
+            if paused and getattr(stage, "mutates", False):
+                continue
+            try:
+                stage.on_request(ex)
+            except Exception as e:  # noqa: BLE001 - fail open, always
+                log.exception("stage %s failed on request; forwarding the original bytes", stage.name)
+                ex.new_body = None
+                ex.decision = Decision("error", f"{stage.name}: {type(e).__name__}: {e}"[:300])
+        if paused and ex.decision.action == "unchanged":
+            ex.decision = Decision("paused", "paused: pass-through")
+        return ex
+
+    def complete(self, ex: Exchange, result: ResponseResult) -> None:
+        ex.response = result
+        for stage in self.stages:
+            try:
+                stage.on_response(ex)
+            except Exception:  # noqa: BLE001
+                log.exception("stage %s failed on response", stage.name)
+
+
+def _safe_bool(fn: Callable[[], bool]) -> bool:
+    try:
+        return bool(fn())
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,32 @@
+"""The observing stage: conversation key, model, size estimate. Changes nothing."""
+
+from __future__ import annotations
+
+from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
+from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.wire.identity import conversation_key
+
+
+class Identify:
+    name = "identify"
+    mutates = False
+
+    def on_request(self, ex: Exchange) -> None:
+        doc = ex.doc
+        if isinstance(doc, dict):
+            ex.key = conversation_key(ex.request.headers, doc)
+            model = doc.get("model")
+            ex.model = model if isinstance(model, str) else ""
+        # Size estimate from the raw bytes (cheap, no re-serialization).
+        ex.tokens_before = estimate_tokens_bytes(len(ex.request.body))
+
+    def on_response(self, ex: Exchange) -> None:
+        if ex.tokens_after is None:
+            ex.tokens_after = (
+                estimate_tokens_bytes(len(ex.new_body)) if ex.new_body is not None else ex.tokens_before
+            )
+
+
+def estimate_tokens_bytes(n: int) -> int:
+    """Estimated tokens of a JSON body of ``n`` bytes (structure included)."""
+    return 0 if n <= 0 else max(1, round(n / CHARS_PER_TOKEN_DEFAULT))

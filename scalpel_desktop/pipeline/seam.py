@@ -1,0 +1,106 @@
+"""The one interface between the proxy and everything that looks at requests.
+
+The proxy builds an ``ApiRequest`` for each API call, asks the pipeline to
+``process`` it, forwards ``exchange.body_to_send()`` (the original bytes
+unless a stage changed them), and hands the response's usage and timings to
+``complete``. It knows nothing else about the pipeline. Nothing here imports
+aiohttp: the core stays pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
+
+from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.identity import ConversationKey
+
+_UNPARSED = object()
+
+
+@dataclass
+class ApiRequest:
+    method: str
+    path: str  # upstream path, without query string and without the /openai prefix
+    query: str
+    api: str  # "anthropic" | "openai"
+    endpoint: str  # "messages" | "count_tokens" | "chat" | "responses" | "other"
+    headers: Mapping[str, str]  # lower-cased names; read only
+    body: bytes
+    received_at: float  # clock.now() when the request arrived
+
+    @property
+    def client(self) -> str:
+        return self.headers.get("user-agent", "")[:200]
+
+
+@dataclass
+class Decision:
+    """What the pipeline did to one request, and why. Stored in the ledger."""
+
+    action: str = "unchanged"  # unchanged | cut | filtered | paused | skipped | error
+    reason: str = ""
+    tokens_removed: int = 0  # estimated tokens no longer sent
+    figures: dict[str, Any] = field(default_factory=dict)  # rewrite tokens, payback, ...
+
+
+@dataclass
+class ResponseResult:
+    status: int
+    usage: Usage | None
+    ttfb_ms: float | None
+    total_ms: float | None
+    finished_at: float  # clock.now() when the response ended
+    error: str = ""
+
+
+@dataclass
+class Exchange:
+    """One request on its way through the pipeline."""
+
+    request: ApiRequest
+    key: ConversationKey | None = None
+    model: str = ""
+    tokens_before: int | None = None  # estimated input tokens of the original body
+    tokens_after: int | None = None  # ... of the body sent
+    new_body: bytes | None = None  # set by a stage that changed the request
+    decision: Decision = field(default_factory=Decision)
+    response: ResponseResult | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # per-stage scratch space
+    _doc: Any = field(default=_UNPARSED, repr=False)
+
+    @property
+    def doc(self) -> Any:
+        """The parsed JSON body (None when it is not JSON). Parsed once, lazily."""
+        if self._doc is _UNPARSED:
+            from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
+
+            try:
+                self._doc = loads(self.request.body) if self.request.body else None
+            except (JSONDecodeError, ValueError):
+                self._doc = None
+        return self._doc
+
+    def body_to_send(self) -> bytes:
+        return self.new_body if self.new_body is not None else self.request.body
+
+    @property
+    def changed(self) -> bool:
+        return self.new_body is not None and self.new_body != self.request.body
+
+
+class Stage(Protocol):
+    """A pipeline stage. ``mutates`` stages are skipped while paused."""
+
+    name: str
+    mutates: bool
+
+    def on_request(self, ex: Exchange) -> None: ...
+
+    def on_response(self, ex: Exchange) -> None: ...
+
+
+class Pipeline(Protocol):
+    def process(self, request: ApiRequest) -> Exchange: ...
+
+    def complete(self, ex: Exchange, result: ResponseResult) -> None: ...

@@ -1,0 +1,60 @@
+"""The SQLite database: WAL mode, named ordered migrations recorded in it.
+
+Migrations are modules in ``store/migrations`` named ``mNNN_<name>.py``, each
+with a ``SQL`` string (or an ``apply(conn)`` function). They run in order of
+their number, once each; the table ``_migrations`` records which ran (as llm
+and sqlite-utils do). Every feature adds its own module; none edits another's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sqlite3
+import time
+from pathlib import Path
+
+from scalpel_desktop.paths import dirs
+
+from scalpel_desktop.store import migrations as _migrations_pkg
+
+
+def migration_modules() -> list[tuple[str, object]]:
+    names = sorted(
+        m.name for m in pkgutil.iter_modules(_migrations_pkg.__path__) if m.name.startswith("m") and m.name[1:4].isdigit()
+    )
+    return [(n, importlib.import_module(f"{_migrations_pkg.__name__}.{n}")) for n in names]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+    applied = []
+    for name, mod in migration_modules():
+        if name in done:
+            continue
+        with conn:
+            if hasattr(mod, "apply"):
+                mod.apply(conn)
+            else:
+                conn.executescript(mod.SQL)
+            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
+
+
+def connect(path: Path | None = None, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open (and migrate, unless read-only) the ledger database."""
+    path = Path(path or dirs().database)
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        return conn
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=5, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    migrate(conn)
+    return conn

@@ -1,0 +1,32 @@
+"""One JSON codec for request bodies: orjson, compact, raw UTF-8.
+
+``dumps`` produces the same bytes as ``json.dumps(obj, separators=(",", ":"),
+ensure_ascii=False)`` for everything Claude Code sends (strings, ints, bools,
+null; floats can differ, e.g. ``1e16``), which is how Claude Code serializes
+its bodies. Before the pipeline changes a body it checks ``round_trips``:
+a body this codec does not reproduce byte for byte is forwarded untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+JSONDecodeError = orjson.JSONDecodeError
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def round_trips(raw: bytes, obj: Any) -> bool:
+    """True when re-serializing ``obj`` (parsed from ``raw``) gives ``raw`` back exactly."""
+    try:
+        return orjson.dumps(obj) == raw
+    except TypeError:
+        return False
