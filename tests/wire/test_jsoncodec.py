@@ -1,0 +1,25 @@
+import json
+
+from scalpel_desktop.wire import jsoncodec
+from tests.support import corpus_dir
+
+
+def test_compact_raw_utf8_like_claude_code():
+    obj = {"b": "é\n\u2028\x00", "a": [1, True, None, {"z": "\"q\""}]}
+    assert jsoncodec.dumps(obj) == json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_every_captured_body_round_trips_byte_for_byte():
+    n = 0
+    for f in sorted(corpus_dir("wire").glob("claude-code-*/requests*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            body = json.loads(line)["body"]
+            raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            assert jsoncodec.round_trips(raw, jsoncodec.loads(raw))
+            n += 1
+    assert n > 50
+
+
+def test_a_body_it_cannot_reproduce_is_detected():
+    raw = b'{"a": 1}'
+    assert not jsoncodec.round_trips(raw, jsoncodec.loads(raw))
