@@ -1,0 +1,232 @@
+"""Aggregations over the ledger: what was sent, what it cost, what was saved.
+
+Pure over a sqlite3 connection (the CLI, tray and dashboard all call it).
+Tokens are summed by billing tier from the provider's usage counts; cost is
+each row's usage priced at its model's rates (so mixed-model groups are priced
+correctly, long-context premiums included), with the price table's ``as_of``.
+
+Savings come in two kinds, never mixed:
+
+* realized: what stages recorded from requests that were actually changed
+  (``realized_tokens`` / ``realized_usd``, priced by the stage at the tier
+  each removed token would have been billed at);
+* projected: the estimated ``tokens_removed`` of changed requests, with the
+  weight used to price them stated (one cache read of each removed token per
+  later turn, at the model's cache-read rate).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.accounting.usage import Usage
+
+BY_CHOICES = ("day", "session", "model")
+TIER_COLUMNS = {
+    "input": "input_tokens",
+    "write_5m": "cache_write_5m",
+    "write_1h": "cache_write_1h",
+    "cache_read": "cache_read",
+    "output": "output_tokens",
+}
+PROJECTED_WEIGHT = "each removed token priced once at its model's cache-read rate (the saving per later turn)"
+
+_REL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$", re.IGNORECASE)
+_UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class ReportError(ValueError):
+    pass
+
+
+def parse_since(text: str | None, now: float | None = None) -> float | None:
+    """``2026-11-01`` (local midnight), ``2026-11-01T08:00``, or relative ``30m``/``24h``/``7d``/``2w``."""
+    if text is None or not str(text).strip():
+        return None
+    now = time.time() if now is None else now
+    m = _REL.match(str(text))
+    if m:
+        return now - float(m.group(1)) * _UNIT_S[m.group(2).lower()]
+    try:
+        return datetime.fromisoformat(str(text).strip()).timestamp()
+    except ValueError:
+        raise ReportError(
+            f"--since {text!r}: expected a date (2026-11-01), a date and time (2026-11-01T08:00) "
+            "or a span back from now (30m, 24h, 7d, 2w)"
+        ) from None
+
+
+@dataclass
+class Totals:
+    requests: int = 0
+    with_usage: int = 0
+    errors: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: {t: 0 for t in TIER_COLUMNS})
+    cost_usd: float = 0.0
+    body_bytes: int = 0
+    sent_bytes: int = 0
+    decisions: dict[str, int] = field(default_factory=dict)
+    realized_tokens: int = 0
+    realized_usd: float = 0.0
+    changed_requests: int = 0
+    projected_tokens: int = 0
+    projected_usd: float = 0.0
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        t = self.tokens
+        return t["input"] + t["write_5m"] + t["write_1h"] + t["cache_read"]
+
+    @property
+    def cache_share(self) -> float | None:
+        """cache_read / prompt tokens (None when no usage was recorded)."""
+        p = self.prompt_tokens
+        return self.tokens["cache_read"] / p if p else None
+
+    def add(self, row: sqlite3.Row | tuple, prices: PriceTable, assumed: dict[str, str]) -> None:
+        (ts, model, status, body, sent, i, w5, w1, cr, out, decision, removed, r_tok, r_usd, error) = row
+        self.requests += 1
+        self.first_ts = ts if self.first_ts is None or (ts is not None and ts < self.first_ts) else self.first_ts
+        self.last_ts = ts if self.last_ts is None or (ts is not None and ts > self.last_ts) else self.last_ts
+        self.body_bytes += body or 0
+        self.sent_bytes += sent or 0
+        if error or (status is not None and status >= 400):
+            self.errors += 1
+        d = decision or "unknown"
+        self.decisions[d] = self.decisions.get(d, 0) + 1
+        rates = prices.rates(model)
+        if rates.assumed:
+            assumed[model or ""] = rates.label
+        if any(v is not None for v in (i, w5, w1, cr, out)):
+            u = Usage(i or 0, w5 or 0, w1 or 0, cr or 0, out or 0)
+            self.with_usage += 1
+            for tier, v in zip(TIER_COLUMNS, (u.input_tokens, u.cache_write_5m, u.cache_write_1h, u.cache_read,
+                                              u.output_tokens)):
+                self.tokens[tier] += v
+            self.cost_usd += rates.cost(u)
+        if r_tok is not None or r_usd is not None:
+            self.realized_tokens += r_tok or 0
+            self.realized_usd += r_usd or 0.0
+        if removed:
+            self.changed_requests += 1
+            self.projected_tokens += removed
+            self.projected_usd += rates.price_tokens("cache_read", removed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "with_usage": self.with_usage,
+            "errors": self.errors,
+            "tokens": dict(self.tokens),
+            "prompt_tokens": self.prompt_tokens,
+            "cost_usd": self.cost_usd,
+            "cache_share": self.cache_share,
+            "body_bytes": self.body_bytes,
+            "sent_bytes": self.sent_bytes,
+            "decisions": dict(sorted(self.decisions.items())),
+            "realized": {"tokens": self.realized_tokens, "usd": self.realized_usd},
+            "projected": {"tokens": self.projected_tokens, "usd": self.projected_usd,
+                          "changed_requests": self.changed_requests},
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+        }
+
+
+_COLUMNS = ("ts, model, status, body_bytes, sent_bytes, input_tokens, cache_write_5m, cache_write_1h, cache_read, "
+            "output_tokens, decision, tokens_removed, realized_tokens, realized_usd, error")
+
+
+def has_ledger(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='requests'").fetchone() is not None
+
+
+def build_report(
+    conn: sqlite3.Connection,
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    by: str | None = None,
+    prices: PriceTable | None = None,
+) -> dict[str, Any]:
+    """The report as plain data (what ``scalpel report --json`` prints)."""
+    if by is not None and by not in BY_CHOICES:
+        raise ReportError(f"--by {by!r}: one of {', '.join(BY_CHOICES)}")
+    prices = prices or PriceTable.load()
+    group_col = {"day": "ts", "session": "session", "model": "model", None: "NULL"}[by]
+    where, params = [], []
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("ts < ?")
+        params.append(until)
+    sql = f"SELECT {group_col}, {_COLUMNS} FROM requests"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY ts, id"
+    total = Totals()
+    groups: dict[Any, Totals] = {}
+    assumed: dict[str, str] = {}
+    for r in conn.execute(sql, params):
+        row = tuple(r)
+        total.add(row[1:], prices, assumed)
+        if by is not None:
+            key = _day(row[0]) if by == "day" else row[0]
+            groups.setdefault(key, Totals()).add(row[1:], prices, assumed)
+    out_groups = []
+    for key, t in groups.items():
+        out_groups.append({"key": key if key is not None else "(none)", **t.as_dict()})
+    if by == "day":
+        out_groups.sort(key=lambda g: g["key"])
+    elif by is not None:
+        out_groups.sort(key=lambda g: -g["cost_usd"])
+    return {
+        "since": since,
+        "until": until,
+        "by": by,
+        "prices": {"as_of": prices.as_of, "source": prices.source, "warnings": list(prices.warnings)},
+        "assumed_prices": dict(sorted(assumed.items())),
+        "projected_weight": PROJECTED_WEIGHT,
+        "total": total.as_dict(),
+        "groups": out_groups,
+    }
+
+
+def _day(ts: float | None) -> str:
+    return "(none)" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+
+
+def local_midnight(now: float | None = None) -> float:
+    now = time.time() if now is None else now
+    d = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return d.timestamp()
+
+
+def today_summary(conn: sqlite3.Connection, *, now: float | None = None, prices: PriceTable | None = None
+                  ) -> dict[str, Any]:
+    """For the tray and status line: requests today (local day), tokens and dollars saved
+    today (realized), plus the projected figure, labelled as such."""
+    empty = {"requests": 0, "tokens_saved": 0, "usd_saved": 0.0, "projected_tokens": 0,
+             "cost_usd": 0.0, "cache_share": None, "since": local_midnight(now)}
+    if not has_ledger(conn):
+        return empty
+    start = local_midnight(now)
+    rep = build_report(conn, since=start, until=local_midnight(start + 36 * 3600), prices=prices)
+    t = rep["total"]
+    return {
+        "requests": t["requests"],
+        "tokens_saved": t["realized"]["tokens"],  # realized
+        "usd_saved": t["realized"]["usd"],  # realized
+        "projected_tokens": t["projected"]["tokens"],  # projected (estimate)
+        "cost_usd": t["cost_usd"],
+        "cache_share": t["cache_share"],
+        "since": start,
+    }

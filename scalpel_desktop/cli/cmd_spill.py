@@ -1,0 +1,133 @@
+"""``scalpel spill ls|show|gc``: the files holding every removed tool output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from scalpel_desktop.cli import CliError
+
+DESCRIPTION = (
+    "Every tool output scalpel cut from a request is kept in a spill file named by the sha256 of its "
+    "content (mode 0600 in a 0700 directory). The stub that replaced it names that file."
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("spill", help="List, show or clean up the spilled originals of cut tool output.", description=DESCRIPTION)
+    ssub = p.add_subparsers(dest="spill_cmd", metavar="ACTION", required=True)
+    ls = ssub.add_parser("ls", help="List spill files, newest first.", description="List spill files (hash, size, age), newest first.")
+    ls.add_argument("--json", action="store_true", help="Machine-readable output.")
+    ls.set_defaults(func=_ls)
+    show = ssub.add_parser("show", help="Print the original content stored under HASH.",
+                           description="Print the original content stored under HASH (the full hash or a unique prefix of >= 4 hex digits).")
+    show.add_argument("hash", metavar="HASH")
+    show.add_argument("--raw", action="store_true", help="Print the stored bytes exactly (the content's compact JSON).")
+    show.set_defaults(func=_show)
+    gc = ssub.add_parser("gc", help="Remove old spill files and enforce the size cap.",
+                         description="Remove spill files older than DAYS, then the oldest ones until the total is under the cap. "
+                                     "Defaults: the spill_keep_days and spill_max_mb settings.")
+    gc.add_argument("--older-than", type=float, metavar="DAYS", help="Age limit in days (default: spill_keep_days).")
+    gc.add_argument("--max-mb", type=float, metavar="N", help="Size cap in MB (default: spill_max_mb).")
+    gc.add_argument("--json", action="store_true", help="Machine-readable output.")
+    gc.set_defaults(func=_gc)
+
+
+def _store():
+    from scalpel_desktop.store.spill import SpillStore
+
+    return SpillStore()
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.2f} MB"
+
+
+def _age(mtime: float) -> str:
+    s = max(0.0, time.time() - mtime)
+    if s < 3600:
+        return f"{int(s // 60)}m"
+    if s < 86400:
+        return f"{int(s // 3600)}h"
+    return f"{int(s // 86400)}d"
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from scalpel_desktop.paths import home_relative
+
+    store = _store()
+    entries = store.ls()
+    if args.json:
+        print(json.dumps([{"sha256": e.sha, "bytes": e.size, "mtime": e.mtime, "path": home_relative(e.path)} for e in entries], indent=2))
+        return 0
+    if not entries:
+        print(f"No spill files in {home_relative(store.dir)}.")
+        return 0
+    print(f"{'HASH':<16}  {'SIZE':>10}  {'AGE':>5}  PATH")
+    for e in entries:
+        print(f"{e.sha[:16]:<16}  {e.size:>10,}  {_age(e.mtime):>5}  {home_relative(e.path)}")
+    print(f"{len(entries)} files, {_mb(sum(e.size for e in entries))} in {home_relative(store.dir)}")
+    return 0
+
+
+def render_content(data: bytes) -> str:
+    """The stored content as a person reads it: the text, images named but not dumped."""
+    try:
+        content = json.loads(data)
+    except ValueError:
+        return data.decode("utf-8", errors="replace")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for b in content:
+            if isinstance(b, dict) and isinstance(b.get("text"), str):
+                parts.append(b["text"])
+            elif isinstance(b, dict):
+                src = b.get("source") if isinstance(b.get("source"), dict) else {}
+                parts.append(f"[{b.get('type', 'block')}{' ' + str(src.get('media_type')) if src.get('media_type') else ''}]")
+            else:
+                parts.append(json.dumps(b, ensure_ascii=False))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False, indent=2)
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _store()
+    try:
+        sha = store.resolve(args.hash)
+        data = store.get(sha)
+    except KeyError as e:
+        raise CliError(str(e.args[0]) if e.args else "no such spill file") from None
+    except FileNotFoundError:
+        raise CliError(f"no spill file {args.hash!r} (removed by gc?)") from None
+    if args.raw:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    text = render_content(data)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _gc(args: argparse.Namespace) -> int:
+    from scalpel_desktop.config import Config, ConfigError
+
+    try:
+        cfg = Config.load()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    days = args.older_than if args.older_than is not None else cfg["spill_keep_days"]
+    cap = args.max_mb if args.max_mb is not None else cfg["spill_max_mb"]
+    if days < 0 or cap < 0:
+        raise CliError("--older-than and --max-mb must not be negative")
+    r = _store().gc(older_than_days=days, max_mb=cap)
+    if args.json:
+        print(json.dumps({"removed": r.removed, "freed_bytes": r.freed_bytes, "kept": r.kept, "kept_bytes": r.kept_bytes,
+                          "older_than_days": days, "max_mb": cap}))
+        return 0
+    print(f"Removed {r.removed} spill files ({_mb(r.freed_bytes)}); kept {r.kept} ({_mb(r.kept_bytes)}). "
+          f"Limits: older than {days:g} days, cap {cap:g} MB.")
+    return 0

@@ -1,0 +1,261 @@
+"""``scalpel start | status | stop | pause | resume``: the proxy in the foreground and its controls.
+
+``start`` runs the proxy until Ctrl-C, SIGTERM or ``scalpel stop``. The
+upstreams come from the config file, then the environment
+(``SCALPEL_ANTHROPIC_UPSTREAM``, ``SCALPEL_OPENAI_UPSTREAM``), then the flags:
+each later one wins, and none of them is saved. The other commands talk to the
+running proxy through its control API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from scalpel_desktop.cli import CliError
+
+ENV_UPSTREAMS = {"anthropic_upstream": "SCALPEL_ANTHROPIC_UPSTREAM", "openai_upstream": "SCALPEL_OPENAI_UPSTREAM"}
+NOT_RUNNING_STATUS = 3  # like `systemctl status`: the program is not running
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "start",
+        help="Run the proxy in the foreground.",
+        description="Run the proxy on 127.0.0.1 in the foreground, with a live status line, until Ctrl-C, "
+        "SIGTERM or `scalpel stop`. Upstreams: config file, then the environment variables "
+        "SCALPEL_ANTHROPIC_UPSTREAM / SCALPEL_OPENAI_UPSTREAM, then these flags (later wins; nothing is saved).",
+    )
+    p.add_argument("--port", type=int, help="Port to listen on (default: the `port` setting, 4242).")
+    p.add_argument("--anthropic-upstream", metavar="URL", help="Where Anthropic API requests go.")
+    p.add_argument("--openai-upstream", metavar="URL", help="Where /openai/... requests go (prefix stripped).")
+    p.add_argument("--quiet", action="store_true", help="No live status line.")
+    p.set_defaults(func=_start)
+
+    s = sub.add_parser(
+        "status",
+        help="Show whether the proxy runs, and its counts.",
+        description="Show whether the proxy is running: port, pid, uptime, requests, tokens, errors. "
+        f"Exit status 0 when running, {NOT_RUNNING_STATUS} when not.",
+    )
+    s.add_argument("--json", action="store_true", help="Machine-readable output (running, port, pid, requests, ...).")
+    s.set_defaults(func=_status)
+
+    st = sub.add_parser("stop", help="Stop the running proxy.", description="Stop the running proxy (through its control API) and wait until it has exited.")
+    st.add_argument("--timeout", type=float, default=10.0, help="Seconds to wait for it to exit (default 10).")
+    st.set_defaults(func=_stop)
+
+    pa = sub.add_parser(
+        "pause",
+        help="Pass-through: forward everything unchanged.",
+        description="Pause: the proxy keeps forwarding but changes nothing (pure pass-through). "
+        "Applied live when the proxy runs; saved either way.",
+    )
+    pa.set_defaults(func=lambda a: _pause(True))
+    re = sub.add_parser(
+        "resume",
+        help="End pass-through: apply the settings again.",
+        description="Resume: the proxy applies its tier, policy and tool filter again. Applied live when the proxy runs; saved either way.",
+    )
+    re.set_defaults(func=lambda a: _pause(False))
+
+
+# -- start ---------------------------------------------------------------------
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    out: dict = {}
+    for key, env in ENV_UPSTREAMS.items():
+        if os.environ.get(env):
+            out[key] = os.environ[env]
+    if args.anthropic_upstream:
+        out["anthropic_upstream"] = args.anthropic_upstream
+    if args.openai_upstream:
+        out["openai_upstream"] = args.openai_upstream
+    if args.port is not None:
+        out["port"] = args.port
+    return out
+
+
+def _setup_logging() -> None:
+    import logging
+    import logging.handlers
+
+    from scalpel_desktop.paths import dirs, ensure_private_dir
+
+    root = logging.getLogger("scalpel")
+    root.setLevel(logging.INFO)
+    err = logging.StreamHandler(sys.stderr)
+    err.setLevel(logging.WARNING)
+    err.setFormatter(logging.Formatter("\rscalpel: %(levelname)s: %(message)s"))
+    root.addHandler(err)
+    try:
+        ensure_private_dir(dirs().logs)
+        fh = logging.handlers.RotatingFileHandler(dirs().logs / "proxy.log", maxBytes=1_000_000, backupCount=3)
+        fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(fh)
+    except OSError:
+        pass
+
+
+def _start(args: argparse.Namespace) -> int:
+    import signal
+
+    from scalpel_desktop.config import Config, ConfigError
+    from scalpel_desktop.proxy.portcheck import PortInUse
+    from scalpel_desktop.runtime import AlreadyRunning, Runtime
+
+    try:
+        rt = Runtime(Config.load(), _overrides(args))
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    _setup_logging()
+    try:
+        rt.start()
+    except AlreadyRunning as e:
+        raise CliError(str(e)) from None
+    except PortInUse as e:
+        raise CliError(str(e)) from None
+
+    def on_term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # not the main thread
+        pass
+    live = sys.stdout.isatty() and not args.quiet
+    try:
+        _print_banner(rt)
+        while not rt.wait(1.0):
+            if live:
+                sys.stdout.write("\r\033[K" + status_line(rt.status()))
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if live:
+            sys.stdout.write("\n")
+        rt.stop(timeout=5.0)
+    print("scalpel stopped.", flush=True)
+    return 0
+
+
+def _print_banner(rt) -> None:
+    base = f"http://127.0.0.1:{rt.port}"
+    print(f"scalpel proxy listening on {base} (pid {os.getpid()})")
+    print(f"  Anthropic clients (Claude Code): export ANTHROPIC_BASE_URL={base}")
+    print(f"  OpenAI clients:                  export OPENAI_BASE_URL={base}/openai/v1")
+    print(f"  upstreams: anthropic -> {rt.status()['anthropic_upstream']}, openai -> {rt.status()['openai_upstream']}")
+    paused = " (paused: pass-through)" if rt.setting("paused") else ""
+    print(f"  Ctrl-C or `scalpel stop` stops it.{paused}", flush=True)
+
+
+def _tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 1000:
+        return f"{n / 1000:.1f}k"
+    return str(n)
+
+
+def _uptime(seconds: float) -> str:
+    s = int(seconds)
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def status_line(st: dict) -> str:
+    state = st.get("state", "?")
+    return (
+        f"{state} · up {_uptime(st.get('uptime_s') or 0)} · requests {st.get('requests', 0)}"
+        f" · tokens in {_tokens(st.get('tokens_in', 0))} out {_tokens(st.get('tokens_out', 0))}"
+        f" · errors {st.get('errors', 0)}"
+    )
+
+
+# -- controls --------------------------------------------------------------------
+
+
+def _client():
+    from scalpel_desktop.control_client import ControlClient
+
+    return ControlClient.discover()
+
+
+def _status(args: argparse.Namespace) -> int:
+    from scalpel_desktop.control_client import ControlError, ProxyNotRunning
+
+    try:
+        st = _client().status()
+    except ProxyNotRunning as e:
+        if args.json:
+            print(json.dumps({"running": False, "port": None, "pid": None, "requests": 0, "reason": str(e)}))
+        else:
+            print(str(e))
+        return NOT_RUNNING_STATUS
+    except ControlError as e:
+        raise CliError(str(e)) from None
+    st["running"] = True
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    print(f"scalpel is running on http://127.0.0.1:{st.get('port')} (pid {st.get('pid')}), up {_uptime(st.get('uptime_s') or 0)}")
+    print(f"  state     {st.get('state')}   tier {st.get('tier')}   policy {st.get('policy')}   tool filter {'on' if st.get('tool_filter') else 'off'}")
+    print(f"  requests  {st.get('requests', 0)} ({st.get('requests_today', 0)} today), errors {st.get('errors', 0)}")
+    print(f"  tokens    in {_tokens(st.get('tokens_in', 0))}, out {_tokens(st.get('tokens_out', 0))}")
+    if st.get("last_error"):
+        print(f"  last error: {st['last_error']}")
+    if st.get("recording") is False:
+        print("  recording is OFF (the ledger could not be written; see the log)")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from scalpel_desktop.control_client import ControlError, ProxyNotRunning, pid_alive
+
+    try:
+        client = _client()
+        pid = client.pid
+        client.stop()
+    except ProxyNotRunning as e:
+        print(str(e))
+        return 0
+    except ControlError as e:
+        raise CliError(str(e)) from None
+    deadline = time.monotonic() + args.timeout
+    while pid and pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid and pid_alive(pid):
+        # The runtime stopped serving; its process may be a tray that lives on.
+        print(f"scalpel proxy stopped (pid {pid} is still running)")
+    else:
+        print(f"scalpel stopped (pid {pid})")
+    return 0
+
+
+def _pause(paused: bool) -> int:
+    from scalpel_desktop.config import Config, ConfigError
+    from scalpel_desktop.control_client import ControlError, ProxyNotRunning
+
+    word = "paused: forwarding everything unchanged" if paused else "resumed: settings apply again"
+    try:
+        _client().pause() if paused else _client().resume()
+        print(f"scalpel {word}")
+        return 0
+    except ProxyNotRunning:
+        pass
+    except ControlError as e:
+        raise CliError(str(e)) from None
+    try:
+        cfg = Config.load()
+        cfg.set("paused", paused)
+        cfg.save()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    print(f"scalpel is not running; saved paused = {str(paused).lower()} (applies when it starts)")
+    return 0

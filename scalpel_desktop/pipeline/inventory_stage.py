@@ -1,0 +1,40 @@
+"""The observing stage that feeds the tool inventory. Changes nothing.
+
+It runs before the tool filter so it sees the client's own declarations. The
+request thread only takes references (a shallow copy of the message list);
+parsing and the database writes happen on the tools' background writer.
+"""
+
+from __future__ import annotations
+
+from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.tools.inventory import InventoryRecorder
+from scalpel_desktop.tools.store import ToolStore
+from scalpel_desktop.tools.writer import BackgroundWriter
+from scalpel_desktop.wire.identity import conversation_key
+
+
+class InventoryStage:
+    name = "inventory"
+    mutates = False
+
+    def __init__(self, store: ToolStore, *, writer: BackgroundWriter | None = None):
+        self.recorder = InventoryRecorder(store)
+        self.writer = writer or BackgroundWriter()
+
+    def on_request(self, ex: Exchange) -> None:
+        req = ex.request
+        if req.endpoint not in ("messages", "chat"):
+            return
+        doc = ex.doc
+        if not isinstance(doc, dict):
+            return
+        key = ex.key or conversation_key(req.headers, doc)
+        messages = doc.get("messages")
+        snapshot = {"tools": doc.get("tools"), "messages": list(messages) if isinstance(messages, list) else []}
+        model = doc.get("model") if isinstance(doc.get("model"), str) else ""
+        self.writer.submit(self.recorder.record, key.session_id, key.agent_id, snapshot,
+                           req.client, model, req.received_at)
+
+    def on_response(self, ex: Exchange) -> None:
+        return None

@@ -1,0 +1,128 @@
+"""The mutating stage that applies the session's pinned tool removals.
+
+Runs before surgery. It changes a body only when the session's pinned set
+removes something and the body round-trips through the codec byte for byte;
+on any doubt it leaves the body alone. It edits ``ex.doc`` in place (new
+``tools`` list, new skill-listing message) and serializes once, so a later
+mutating stage that builds from ``ex.doc`` keeps the change.
+
+Realized savings are recorded only after the response: tokens really not sent,
+priced at the tier that request was billed at (``tools/realized.py``), into
+``ex.notes["realized"]`` (summed by the ledger recorder) and the
+``tool_filter_savings`` table.
+
+Construction (both tool stages share one store and one writer)::
+
+    inventory, tool_filter = tool_stages(config)          # or tool_stages(config, db_path=...)
+    stages = [Identify(), inventory, tool_filter, <surgery...>, LedgerRecorder(ledger)]
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+from scalpel_desktop.pipeline.seam import Decision, Exchange
+from scalpel_desktop.tools.filter import filter_request
+from scalpel_desktop.tools.pins import SessionPins
+from scalpel_desktop.tools.realized import billed_tier, price
+from scalpel_desktop.tools.store import ToolStore
+from scalpel_desktop.tools.writer import BackgroundWriter
+from scalpel_desktop.wire.identity import conversation_key
+from scalpel_desktop.wire.jsoncodec import dumps, round_trips
+
+log = logging.getLogger("scalpel.tools")
+
+
+class ToolFilterStage:
+    name = "tool_filter"
+    mutates = True
+
+    def __init__(self, store: ToolStore, enabled: Callable[[], bool], *,
+                 writer: BackgroundWriter | None = None, prices: Any = None):
+        self.store = store
+        self.pins = SessionPins(store, enabled)
+        self.writer = writer or BackgroundWriter()
+        self._prices = prices
+
+    def on_request(self, ex: Exchange) -> None:
+        req = ex.request
+        if req.api != "anthropic" or req.endpoint != "messages":
+            return
+        doc = ex.doc
+        if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+            return
+        key = ex.key or conversation_key(req.headers, doc)
+        mid = any(isinstance(m, dict) and m.get("role") == "assistant" for m in doc["messages"])
+        pin = self.pins.pin_for(key.session_id, mid_session=mid, now=req.received_at)
+        if not pin.names:
+            return
+        result = filter_request(doc, pin.names)
+        note: dict[str, Any] = {"pinned": sorted(pin.names), "kept": dict(result.kept)}
+        if result.left_alone:
+            note["left_alone"] = result.left_alone
+        ex.notes["tool_filter"] = note
+        if not result.changed:
+            return
+        if ex.new_body is None and not round_trips(req.body, doc):
+            note["left_alone"] = "body does not round-trip through the codec"
+            return
+        for k in ("tools", "messages"):
+            if k in result.doc and result.doc[k] is not doc.get(k):
+                doc[k] = result.doc[k]
+        ex.new_body = dumps(doc)
+        note["removed"] = [(r.name, r.tokens) for r in result.removed]
+        tokens = result.tokens
+        if ex.decision.action == "unchanged":
+            ex.decision = Decision("filtered", f"tool filter: {len(result.removed)} declaration(s) not sent",
+                                   tokens_removed=tokens, figures={"tool_filter_tokens": tokens})
+        else:
+            ex.decision.figures["tool_filter_tokens"] = tokens
+
+    def on_response(self, ex: Exchange) -> None:
+        note = ex.notes.get("tool_filter")
+        if not note or not note.get("removed") or ex.new_body is None:
+            return
+        resp = ex.response
+        if resp is None or resp.usage is None or resp.status >= 400:
+            return  # not billed: nothing was saved
+        tier = billed_tier(resp.usage)
+        rates = self._rates(ex.model)
+        if rates is not None and hasattr(rates, "for_prompt"):
+            rates = rates.for_prompt(resp.usage.prompt_tokens)  # long-context tiers
+        total_tokens, total_usd, rows = 0, 0.0, []
+        key = ex.key
+        for name, tokens in note["removed"]:
+            usd = price(tokens, tier, rates)
+            total_tokens += tokens
+            total_usd += usd or 0.0
+            rows.append((resp.finished_at, key.session_id if key else "", key.agent_id if key else "",
+                         ex.model, name, tokens, tier, usd))
+        note["realized"] = {"tokens": total_tokens, "usd": total_usd if rates is not None else None, "tier": tier}
+        ex.notes.setdefault("realized", []).append({"kind": "tool_filter", "tokens": total_tokens, "usd": total_usd})
+        self.writer.submit(self.store.add_savings, rows)
+
+    def _rates(self, model: str) -> Any:
+        try:
+            if self._prices is None:
+                from scalpel_desktop.accounting.prices import PriceTable
+
+                self._prices = PriceTable.load()
+            return self._prices.rates(model)
+        except Exception:  # noqa: BLE001 - an unknown model is priced as unknown, not guessed
+            log.debug("tools: no price for model %r", model)
+            return None
+
+
+def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None) -> tuple[Any, ToolFilterStage]:
+    """(InventoryStage, ToolFilterStage) sharing one store and one background writer."""
+    from scalpel_desktop.pipeline.inventory_stage import InventoryStage
+
+    store = ToolStore.open(db_path)
+    writer = BackgroundWriter()
+
+    def enabled() -> bool:
+        return bool(config.get("tool_filter"))
+
+    return InventoryStage(store, writer=writer), ToolFilterStage(store, enabled, writer=writer, prices=prices)

@@ -1,0 +1,400 @@
+"""Forwarding: any method, any path, to the right upstream, bytes untouched.
+
+Routing: ``/openai/...`` goes to the OpenAI upstream with the ``/openai``
+prefix stripped (clients set ``OPENAI_BASE_URL=http://127.0.0.1:4242/openai/v1``);
+everything else goes to the Anthropic upstream. The path and query string are
+passed on exactly as the client wrote them.
+
+The request body is read into memory up to ``body_limit`` bytes; a larger one
+(by its Content-Length, or found while reading a chunked one) streams through
+untouched and is never parsed. Only API requests (JSON POSTs to messages,
+count_tokens, chat completions, responses) are shown to the pipeline, in a
+worker thread; what goes upstream is ``exchange.body_to_send()``: the
+client's own bytes unless a stage changed them, never a re-serialization.
+While no stage that could change a body would run (paused, or an observing
+pipeline), the request goes upstream at once and the pipeline looks at it
+after the answer has streamed back (parsing a 3 MB body holds the GIL for
+tens of ms: never while a response is on its way), so observing costs no
+latency.
+
+The response streams back chunk by chunk as it arrives (``iter_any``), SSE
+included, with no total timeout. The upstream session runs with
+``auto_decompress=False``: a compressed answer reaches the client as the exact
+bytes the upstream sent; the usage tap reads a decompressed copy.
+
+Faults, as the client would have seen them without the proxy (SPEC 8):
+upstream unreachable -> 502 with a JSON body in the API's own error shape;
+upstream 4xx/5xx/529 -> passed through verbatim; an error after the response
+started -> logged, and the client's connection is closed without a clean end
+so it sees the broken stream; the client goes away -> the upstream call is
+cancelled and its connection closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import urllib.request
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from ipaddress import ip_address
+from typing import Any, AsyncIterator, Callable
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from scalpel_desktop import clock
+from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.pipeline.seam import ApiRequest, Exchange, Pipeline, ResponseResult
+from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
+from scalpel_desktop.wire.jsoncodec import dumps
+from scalpel_desktop.wire.usage_tap import UsageTap
+
+log = logging.getLogger("scalpel.proxy")
+
+OPENAI_PREFIX = "/openai"
+# Headers aiohttp would add on its own; the upstream must see only the client's.
+_SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+_UNREACHABLE = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ServerDisconnectedError,
+    aiohttp.ClientOSError,
+    aiohttp.ServerTimeoutError,
+    aiohttp.ClientPayloadError,
+    asyncio.TimeoutError,
+    ConnectionError,
+)
+
+
+@dataclass
+class Finished:
+    """What the runtime's counters learn about one forwarded request."""
+
+    api: str
+    endpoint: str
+    status: int
+    usage: Usage | None
+    error: str = ""
+    piped: bool = False  # went through the pipeline
+
+
+@dataclass
+class ProxyOptions:
+    """Everything forwarding needs from its owner, read on every request (live settings)."""
+
+    upstream: Callable[[str], str]  # api ("anthropic" | "openai") -> base URL
+    body_limit: Callable[[], int] = lambda: 64 * 1024 * 1024  # bytes
+    pipeline: Pipeline | None = None
+    executor: Executor | None = None  # pipeline work that the answer waits for
+    observer: Executor | None = None  # observe-only work, after the answer (one thread keeps the order)
+    on_finished: Callable[[Finished], None] | None = None
+    connect_timeout_s: float = 30.0
+    _pending: set = field(default_factory=set, repr=False)
+
+
+UPSTREAM_SESSION = web.AppKey("upstream_session", aiohttp.ClientSession)
+OPTIONS = web.AppKey("proxy_options", ProxyOptions)
+
+
+async def upstream_session_ctx(app: web.Application) -> AsyncIterator[None]:
+    """One shared ClientSession for the app's lifetime (aiohttp client_advanced)."""
+    opts = app[OPTIONS]
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=256, enable_cleanup_closed=True),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=opts.connect_timeout_s, sock_read=None),
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,  # env proxies applied per upstream below, never for loopback
+    )
+    app[UPSTREAM_SESSION] = session
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+# -- routing ---------------------------------------------------------------
+
+
+def split_route(raw_path: str) -> tuple[str, str]:
+    """``raw_path`` (path + query, as sent) -> (api, upstream path + query)."""
+    if raw_path == OPENAI_PREFIX or raw_path.startswith((OPENAI_PREFIX + "/", OPENAI_PREFIX + "?")):
+        rest = raw_path[len(OPENAI_PREFIX) :]
+        if not rest.startswith("/"):
+            rest = "/" + rest
+        return "openai", rest
+    return "anthropic", raw_path
+
+
+def endpoint_of(api: str, path: str) -> str:
+    p = path.rstrip("/")
+    if api == "anthropic":
+        if p.endswith("/messages/count_tokens"):
+            return "count_tokens"
+        if p.endswith("/messages"):
+            return "messages"
+    else:
+        if p.endswith("/chat/completions"):
+            return "chat"
+        if p.endswith("/responses"):
+            return "responses"
+    return "other"
+
+
+def error_body(api: str, message: str) -> bytes:
+    """A 502 body in the API's own error shape, so the client's SDK parses it."""
+    if api == "openai":
+        return dumps({"error": {"message": message, "type": "api_error", "param": None, "code": "upstream_unreachable"}})
+    return dumps({"type": "error", "error": {"type": "api_error", "message": message}})
+
+
+_proxy_cache: dict[tuple[str, str], str | None] = {}
+
+
+def env_proxy_for(url: URL) -> str | None:
+    """The HTTP(S)_PROXY the client would have used for this upstream; never for loopback."""
+    host = url.host or ""
+    key = (url.scheme, host)
+    if key in _proxy_cache:
+        return _proxy_cache[key]
+    proxy: str | None = None
+    try:
+        loopback = host == "localhost" or ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        proxies = urllib.request.getproxies()
+        if url.scheme in proxies and not urllib.request.proxy_bypass(host):
+            proxy = proxies[url.scheme]
+    _proxy_cache[key] = proxy
+    return proxy
+
+
+# -- the handler -------------------------------------------------------------
+
+
+async def _read_bounded(request: web.Request, limit: int) -> tuple[bytes, bool]:
+    """(body, complete). Not complete: ``body`` is a prefix and the rest is still unread."""
+    length = request.content_length
+    if length is not None and length > limit:
+        return b"", False
+    if length is not None:
+        return await request.read(), True
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts), False
+    return b"".join(parts), True
+
+
+async def _prefix_then_rest(prefix: bytes, request: web.Request) -> AsyncIterator[bytes]:
+    if prefix:
+        yield prefix
+    async for chunk in request.content.iter_any():
+        yield chunk
+
+
+def _is_api_request(method: str, endpoint: str, headers: Any) -> bool:
+    if method != "POST" or endpoint == "other":
+        return False
+    enc = headers.get("Content-Encoding", "")
+    if enc and enc.lower() != "identity":
+        return False
+    ctype = headers.get("Content-Type", "")
+    return not ctype or "json" in ctype.lower()
+
+
+def _observe_only(pipeline: Any) -> bool:
+    """True when no stage that could change a body would run (a ``Chain`` paused or all-observing)."""
+    stages = getattr(pipeline, "stages", None)
+    if stages is None:
+        return False
+    try:
+        if pipeline.paused():
+            return True
+    except Exception:  # noqa: BLE001
+        return False
+    return not any(getattr(s, "mutates", True) for s in stages)
+
+
+async def forward(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    opts = app[OPTIONS]
+    session = app[UPSTREAM_SESSION]
+    loop = asyncio.get_running_loop()
+    received_at = clock.now()
+    t0 = time.perf_counter()
+
+    api, upstream_pq = split_route(request.raw_path)
+    path = upstream_pq.split("?", 1)[0]
+    query = upstream_pq.split("?", 1)[1] if "?" in upstream_pq else ""
+    endpoint = endpoint_of(api, path)
+    base = opts.upstream(api).rstrip("/")
+    url = URL(base + upstream_pq, encoded=True)
+
+    try:
+        limit = int(opts.body_limit())
+    except Exception:  # noqa: BLE001
+        limit = 64 * 1024 * 1024
+    body, complete = await _read_bounded(request, limit)
+    data: Any = body if complete else _prefix_then_rest(body, request)
+
+    pipeline = opts.pipeline if complete and _is_api_request(request.method, endpoint, request.headers) else None
+    api_req: ApiRequest | None = None
+    ex: Exchange | None = None
+    deferred = False
+    if pipeline is not None:
+        api_req = ApiRequest(
+            method=request.method,
+            path=path,
+            query=query,
+            api=api,
+            endpoint=endpoint,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=body,
+            received_at=received_at,
+        )
+        if _observe_only(pipeline):
+            deferred = True  # nothing can change the body: look at it after the answer
+        else:
+            try:
+                ex = await loop.run_in_executor(opts.executor, pipeline.process, api_req)
+                sent = ex.body_to_send()
+                if isinstance(sent, (bytes, bytearray)):
+                    data = bytes(sent)
+            except Exception:  # noqa: BLE001 - fail open: forward the original bytes
+                log.exception("pipeline failed on %s %s; forwarding the original bytes", request.method, path)
+                ex = None
+                data = body
+
+    status = 0
+    usage: Usage | None = None
+    ttfb_ms: float | None = None
+    error = ""
+    cancelled = False
+    try:
+        resp, status, usage, ttfb_ms, error = await _exchange(request, session, url, data, api, t0)
+    except asyncio.CancelledError:
+        cancelled = True
+        error = "client disconnected"
+        raise
+    finally:
+        total_ms = (time.perf_counter() - t0) * 1000.0
+        _count(opts, api, endpoint, status, usage, error, piped=pipeline is not None)
+        if pipeline is not None and api_req is not None:
+            result = ResponseResult(
+                status=status, usage=usage, ttfb_ms=ttfb_ms, total_ms=total_ms, finished_at=clock.now(), error=error
+            )
+            if deferred:
+                # One observer thread, first in first out: records keep the requests' order.
+                _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req, result))
+            elif ex is not None:
+                fut = loop.run_in_executor(opts.executor, _complete, pipeline, ex, result)
+                if cancelled:  # cannot wait here any more
+                    _background(opts, fut)
+                else:
+                    # Awaited so that complete(N) has run before this connection's next request.
+                    await asyncio.shield(fut)
+    return resp
+
+
+def _background(opts: ProxyOptions, fut: asyncio.Future) -> None:
+    opts._pending.add(fut)
+    fut.add_done_callback(opts._pending.discard)
+
+
+def _complete(pipeline: Pipeline, ex: Exchange, result: ResponseResult) -> None:
+    try:
+        pipeline.complete(ex, result)
+    except Exception:  # noqa: BLE001
+        log.exception("pipeline failed on response")
+
+
+def _observe(pipeline: Pipeline, request: ApiRequest, result: ResponseResult) -> None:
+    """An observe-only pipeline sees the request and its answer after the client got it."""
+    try:
+        ex = pipeline.process(request)
+    except Exception:  # noqa: BLE001
+        log.exception("pipeline failed while observing")
+        return
+    _complete(pipeline, ex, result)
+
+
+def _count(opts: ProxyOptions, api: str, endpoint: str, status: int, usage: Usage | None, error: str, piped: bool) -> None:
+    if opts.on_finished is None:
+        return
+    try:
+        opts.on_finished(Finished(api, endpoint, status, usage, error, piped=piped))
+    except Exception:  # noqa: BLE001
+        log.exception("status counters failed")
+
+
+async def _exchange(
+    request: web.Request, session: aiohttp.ClientSession, url: URL, data: Any, api: str, t0: float
+) -> tuple[web.StreamResponse, int, Usage | None, float | None, str]:
+    """Send upstream, stream the answer back. Returns (response, status, usage, ttfb_ms, error)."""
+    headers = upstream_request_headers(_raw_pairs(request))
+    try:
+        up = await session.request(
+            request.method,
+            url,
+            headers=headers,
+            data=data,
+            allow_redirects=False,
+            skip_auto_headers=_SKIP_AUTO,
+            proxy=env_proxy_for(url),
+        )
+    except Exception as e:  # noqa: BLE001 - unreachable, refused, reset, bad URL: all a 502
+        msg = f"upstream {url.scheme}://{url.host}:{url.port} unreachable ({type(e).__name__}: {e})"
+        log.warning("%s", msg)
+        resp = web.Response(status=502, body=error_body(api, "scalpel: " + msg), content_type="application/json")
+        return resp, 502, None, None, "upstream unreachable"
+
+    ttfb_ms = (time.perf_counter() - t0) * 1000.0
+    try:
+        raw_pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in up.raw_headers]
+        chunked = "chunked" in up.headers.get("Transfer-Encoding", "").lower()
+        resp = web.StreamResponse(
+            status=up.status,
+            reason=up.reason,
+            headers=client_response_headers(raw_pairs, keep_length=not chunked),
+        )
+        tap = UsageTap(up.headers.get("Content-Type", ""), up.headers.get("Content-Encoding", ""))
+        await resp.prepare(request)
+        error = ""
+        try:
+            async for chunk in up.content.iter_any():
+                await resp.write(chunk)
+                tap.feed(chunk)
+        except ConnectionResetError as e:  # aiohttp.ClientConnectionResetError included
+            if request.transport is None or request.transport.is_closing():
+                error = "client disconnected"
+                log.info("client went away during %s %s", request.method, url.path)
+                return resp, up.status, tap.usage(), ttfb_ms, error
+            raise _Broken(e) from e
+        except _UNREACHABLE as e:
+            raise _Broken(e) from e
+        await resp.write_eof()
+        return resp, up.status, tap.usage(), ttfb_ms, tap.error
+    except _Broken as b:
+        log.warning("upstream broke off %s mid-response: %s: %s", url.path, type(b.cause).__name__, b.cause)
+        if request.transport is not None:
+            request.transport.close()  # the client sees the broken stream, not a clean end
+        return resp, up.status, None, ttfb_ms, f"upstream broke off: {type(b.cause).__name__}"
+    finally:
+        up.close()  # no-op after a complete read; otherwise the upstream connection is dropped
+
+
+class _Broken(Exception):
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _raw_pairs(request: web.Request) -> list[tuple[str, str]]:
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers]

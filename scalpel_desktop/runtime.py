@@ -1,0 +1,453 @@
+"""The one place that wires the proxy, the pipeline and the store together.
+
+Frontends (``scalpel start``, the tray, the TUI through the control API) own
+a ``Runtime``; nothing else builds a proxy. A runtime:
+
+- holds the single-instance lock (``dirs().lock_file``, an OS file lock that
+  dies with the process; its content says which pid and port hold it, so a
+  second start can say where the running one is),
+- creates the per-install control token (mode 0600) when missing,
+- builds the pipeline (``assemble.default_stages`` with the ledger writer),
+  starts the proxy thread, writes ``dirs().runtime_file``,
+- restarts a proxy whose loop died, with backoff,
+- answers health and status, applies settings live (validated, saved),
+  runs control actions (built-ins plus those features register).
+
+Settings given on the command line or by the environment (``overrides``)
+win over the config file for this run and are never saved.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from scalpel_desktop import __version__, clock
+from scalpel_desktop.config import KEYS, Config, ConfigError, write_json_atomic
+from scalpel_desktop.paths import dirs
+
+log = logging.getLogger("scalpel.runtime")
+
+Action = Callable[[dict], dict]
+
+BACKOFF_START_S = 0.5
+BACKOFF_MAX_S = 30.0
+HEALTHY_AFTER_S = 60.0  # running this long resets the backoff
+
+
+class AlreadyRunning(RuntimeError):
+    def __init__(self, pid: int | None, port: int | None):
+        self.pid, self.port = pid, port
+        where = f" (pid {pid}, port {port}, http://127.0.0.1:{port})" if pid else ""
+        super().__init__(f"scalpel is already running{where}; stop it with `scalpel stop`")
+
+
+class InstanceLock:
+    """An exclusive OS lock on ``path``; released when closed or when the process dies."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.name == "nt":  # pragma: no cover - Windows
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def describe(self, info: dict) -> None:
+        """Write who holds the lock (pid, port) into it, for a second start to read."""
+        if self._fd is None or os.name == "nt":
+            return
+        data = (repr_json(info) + "\n").encode()
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+
+def repr_json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, sort_keys=True)
+
+
+def read_holder() -> tuple[int | None, int | None]:
+    """(pid, port) of the running instance, from the runtime file or the lock file."""
+    import json
+
+    for path in (dirs().runtime_file, dirs().lock_file):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            return int(info.get("pid")), int(info.get("port"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return None, None
+
+
+def ensure_token() -> str:
+    """The per-install control token; created (0600) on first use."""
+    path = dirs().token_file
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return token
+
+
+class Stats:
+    """Counters the proxy thread updates and any thread reads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.api_requests = 0
+        self.errors = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.last_error = ""
+        self._day = ""
+        self.requests_today = 0
+
+    def record(self, finished: Any) -> None:
+        day = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
+        with self._lock:
+            self.requests += 1
+            if day != self._day:
+                self._day, self.requests_today = day, 0
+            self.requests_today += 1
+            if finished.piped:
+                self.api_requests += 1
+            if finished.error or finished.status >= 400 or finished.status == 0:
+                self.errors += 1
+                self.last_error = finished.error or f"HTTP {finished.status} from {finished.api} upstream"
+            if finished.usage is not None:
+                self.tokens_in += finished.usage.prompt_tokens
+                self.tokens_out += finished.usage.output_tokens
+
+    def snapshot(self) -> dict[str, Any]:
+        today = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "api_requests": self.api_requests,
+                "errors": self.errors,
+                "requests_today": self.requests_today if today == self._day else 0,
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+                "last_error": self.last_error,
+            }
+
+
+class Runtime:
+    def __init__(self, config: Config | None = None, overrides: dict[str, Any] | None = None, *, port: int | None = None):
+        """``port`` beats every setting; 0 binds any free port (tests, benchmarks)."""
+        self._port_arg = port
+        self.config = config if config is not None else Config.load()
+        self.overrides: dict[str, Any] = {}
+        for k, v in (overrides or {}).items():
+            if k not in KEYS:
+                raise ConfigError(f"unknown setting {k!r}")
+            self.overrides[k] = KEYS[k].parse(v)
+        self.stats = Stats()
+        self._actions: dict[str, Action] = {}
+        self._settings_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._lock = InstanceLock(dirs().lock_file)
+        self._server = None
+        self._ledger = None
+        self._pipeline = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._observer: ThreadPoolExecutor | None = None
+        self._token = ""
+        self.state = "stopped"  # stopped | running | paused | error
+        self.port: int | None = None
+        self.started_at: float | None = None
+        self.restarts = 0
+        self.last_crash = ""
+        self._stop_requested = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._stop_lock = threading.Lock()
+        self._restart_timer: threading.Timer | None = None
+        self._backoff = BACKOFF_START_S
+        self._server_started = 0.0
+        for name, fn in (("settings", self.set_settings), ("pause", self._pause), ("resume", self._resume),
+                         ("stop", self._stop_action)):
+            self._actions[name] = fn
+
+    # -- settings ------------------------------------------------------------
+    def setting(self, name: str) -> Any:
+        if name in self.overrides:
+            return self.overrides[name]
+        return self.config.get(name)
+
+    def set_settings(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Validate every value first (all or nothing), then apply live and save."""
+        if not isinstance(values, dict) or not values:
+            raise ConfigError("settings: expected an object of {key: value}")
+        parsed = {}
+        for k, v in values.items():
+            key = KEYS.get(k)
+            if key is None:
+                raise ConfigError(f"unknown setting {k!r}; known: {', '.join(sorted(KEYS))}")
+            parsed[k] = key.parse(v)
+        with self._settings_lock:
+            for k, v in parsed.items():
+                self.config.set(k, v)
+                self.overrides.pop(k, None)  # an explicit change beats a start-up flag
+            self.config.save()
+        restart = [k for k in parsed if k == "port" and self.port is not None and parsed[k] != self.port]
+        return {"ok": True, "settings": parsed, "restart_needed": restart}
+
+    def register_action(self, name: str, fn: Action) -> None:
+        self._actions[name] = fn
+
+    def run_action(self, name: str, payload: dict) -> dict:
+        from scalpel_desktop.proxy.control import ActionError
+
+        fn = self._actions.get(name)
+        if fn is None:
+            raise ActionError(f"unknown action {name!r}; known: {', '.join(sorted(self._actions))}", status=404)
+        result = fn(payload)
+        return result if isinstance(result, dict) else {"ok": True, "result": result}
+
+    def _pause(self, payload: dict) -> dict:
+        self.set_settings({"paused": True})
+        return {"ok": True, "paused": True}
+
+    def _resume(self, payload: dict) -> dict:
+        self.set_settings({"paused": False})
+        return {"ok": True, "paused": False}
+
+    def _stop_action(self, payload: dict) -> dict:
+        # Answer first, then stop from another thread (never from the proxy's own loop).
+        threading.Timer(0.05, self.stop).start()
+        return {"ok": True, "stopping": True, "pid": os.getpid()}
+
+    def token(self) -> str:
+        return self._token
+
+    # -- life cycle ----------------------------------------------------------
+    def start(self) -> "Runtime":
+        if not self._lock.acquire():
+            raise AlreadyRunning(*read_holder())
+        try:
+            self._token = ensure_token()
+            self._build_pipeline()
+            self._stop_requested.clear()
+            self._stopped.clear()
+            self._start_server()
+        except BaseException:
+            self._teardown()
+            raise
+        info = {"pid": os.getpid(), "port": self.port, "started_at": self.started_at, "version": __version__}
+        self._lock.describe(info)
+        write_json_atomic(dirs().runtime_file, info, mode=0o600)
+        log.info("scalpel proxy listening on http://127.0.0.1:%s", self.port)
+        return self
+
+    def _build_pipeline(self) -> None:
+        from scalpel_desktop.pipeline import assemble
+        from scalpel_desktop.pipeline.chain import Chain
+
+        try:
+            from scalpel_desktop.store.ledger import LedgerWriter
+        except ImportError:  # pragma: no cover - the store is part of the package
+            LedgerWriter = None  # type: ignore[assignment]
+        self._ledger = LedgerWriter(dirs().database) if LedgerWriter is not None else None
+        try:
+            stages = assemble.default_stages(self.config, ledger=self._ledger)
+        except ImportError:
+            log.warning("the ledger recorder is missing; requests are not recorded")
+            stages = assemble.default_stages(self.config, ledger=None)
+        self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
+        self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
+        assemble.register_actions(self)
+
+    def _proxy_options(self):
+        from scalpel_desktop.proxy.forward import ProxyOptions
+
+        return ProxyOptions(
+            upstream=lambda api: self.setting("openai_upstream" if api == "openai" else "anthropic_upstream"),
+            body_limit=lambda: int(self.setting("body_limit_mb")) * 1024 * 1024,
+            pipeline=self._pipeline,
+            executor=self._executor,
+            observer=self._observer,
+            on_finished=self.stats.record,
+        )
+
+    def _start_server(self) -> None:
+        from scalpel_desktop.proxy.server import ProxyServer, build_app
+
+        if self.port is not None:
+            port = self.port
+        elif self._port_arg is not None:
+            port = self._port_arg
+        else:
+            port = int(self.setting("port"))
+        server = ProxyServer(lambda: build_app(self._proxy_options(), self), port, on_exit=self._on_server_exit)
+        server.start()
+        with self._state_lock:
+            self._server = server
+            self.port = server.port
+            if self.started_at is None:
+                self.started_at = clock.now()
+            self._server_started = time.monotonic()
+            self.state = "running"
+
+    def _on_server_exit(self, crash: BaseException | None) -> None:
+        if self._stop_requested.is_set() or crash is None:
+            return
+        with self._state_lock:
+            self.state = "error"
+            self.last_crash = f"{type(crash).__name__}: {crash}"
+            if time.monotonic() - self._server_started > HEALTHY_AFTER_S:
+                self._backoff = BACKOFF_START_S
+            delay = self._backoff
+            self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
+        log.error("proxy crashed (%s); restarting in %.1f s", self.last_crash, delay)
+        timer = threading.Timer(delay, self._restart)
+        timer.daemon = True
+        self._restart_timer = timer
+        timer.start()
+
+    def _restart(self) -> None:
+        if self._stop_requested.is_set():
+            return
+        try:
+            self._start_server()
+            self.restarts += 1
+            log.warning("proxy restarted on port %s", self.port)
+        except Exception as e:  # noqa: BLE001
+            self._on_server_exit(e)
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop serving, flush the ledger, release the lock; True when all ended in time."""
+        with self._stop_lock:  # the control API, a signal and the tray may all ask at once
+            if self._stopped.is_set():
+                return True
+            self._stop_requested.set()
+            deadline = time.monotonic() + timeout
+            ok = True
+            if self._restart_timer is not None:
+                self._restart_timer.cancel()
+            server = self._server
+            if server is not None:
+                ok = server.stop(timeout=max(0.1, deadline - time.monotonic()))
+            self._teardown(deadline)
+            return ok
+
+    def _teardown(self, deadline: float | None = None) -> None:
+        deadline = deadline or time.monotonic() + 5.0
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+        if self._observer is not None:
+            # Observations still queued become ledger rows before the ledger closes.
+            self._observer.shutdown(wait=True)
+            self._observer = None
+        if self._ledger is not None:
+            try:
+                self._ledger.close(timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001
+                log.exception("closing the ledger failed")
+            self._ledger = None
+        try:
+            from scalpel_desktop.control_client import runtime_info
+
+            info = runtime_info()
+            if info and info.get("pid") == os.getpid():
+                dirs().runtime_file.unlink()
+        except (OSError, ImportError):
+            pass
+        self._lock.release()
+        with self._state_lock:
+            self.state = "stopped"
+            self._server = None
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until stopped (by ``stop()``, the control API, ...); True when stopped."""
+        return self._stopped.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self._stopped.is_set()
+
+    # -- answers -------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        return {"ok": self.state == "running", "version": __version__, "pid": os.getpid(), "port": self.port}
+
+    def status(self) -> dict[str, Any]:
+        state = self.state
+        paused = bool(self.setting("paused"))
+        if state == "running" and paused:
+            state = "paused"
+        now = clock.now()
+        snap: dict[str, Any] = {
+            "running": self.running,
+            "state": state,
+            "version": __version__,
+            "pid": os.getpid(),
+            "port": self.port,
+            "started_at": self.started_at,
+            "uptime_s": round(now - self.started_at, 1) if self.started_at and self.running else 0,
+            "restarts": self.restarts,
+            "last_crash": self.last_crash,
+            "paused": paused,
+            "tier": self.setting("tier"),
+            "policy": self.setting("policy"),
+            "tool_filter": self.setting("tool_filter"),
+            "anthropic_upstream": _no_userinfo(self.setting("anthropic_upstream")),
+            "openai_upstream": _no_userinfo(self.setting("openai_upstream")),
+        }
+        snap.update(self.stats.snapshot())
+        ledger = self._ledger
+        if ledger is not None and hasattr(ledger, "enabled"):
+            snap["recording"] = bool(ledger.enabled)
+        return snap
+
+
+def _no_userinfo(url: str) -> str:
+    """An upstream URL for display: any user:password@ part removed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, path = rest.partition("/")
+    netloc = netloc.rsplit("@", 1)[-1]
+    return f"{scheme}://{netloc}{slash}{path}"

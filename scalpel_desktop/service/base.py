@@ -1,0 +1,129 @@
+"""Login-service backends: one class per platform, results as enums.
+
+Like maestral's ``autostart.py``: each backend renders its files, installs them
+(``enable``: write the files, register with the OS service manager, start
+now), removes them (``disable``: stop, unregister, delete) and reports whether
+it is installed (``enabled``). The CLI renders the results.
+
+Backends::
+
+    SystemdBackend   Linux: ~/.config/systemd/user/scalpel-desktop.service
+                     + ~/.config/autostart/scalpel-desktop-tray.desktop
+    LaunchdBackend   macOS: ~/Library/LaunchAgents/dev.scalpel-desktop*.plist
+    WindowsBackend   Windows: two logon tasks (proxy, tray) via schtasks
+    ProcessBackend   TEST setting SCALPEL_TEST_SERVICE_BACKEND=process: starts a
+                     real ``scalpel start`` child process; never touches a
+                     service manager (tests use it for the health-check order)
+
+Commands that talk to a service manager go through ``self.run`` (an injectable
+runner), so a test can render and install into a temporary HOME without ever
+calling ``systemctl``/``launchctl``/``schtasks``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+TEST_BACKEND_ENV = "SCALPEL_TEST_SERVICE_BACKEND"
+
+
+class ServiceResult(enum.Enum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    NOT_INSTALLED = "not installed"
+    FAILED = "failed"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A backend's answer: a result, and on failure a title and a message."""
+
+    result: ServiceResult
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result in (ServiceResult.ENABLED, ServiceResult.DISABLED, ServiceResult.NOT_INSTALLED)
+
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+def run_command(argv: Sequence[str]) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=30, check=False)
+
+
+class ServiceBackend:
+    name = "base"
+
+    def __init__(self, runner: Runner | None = None):
+        self.run: Runner = runner or run_command
+
+    def files(self) -> dict[Path, bytes]:
+        """Every file ``enable`` writes, rendered."""
+        raise NotImplementedError
+
+    def enable(self) -> Outcome:
+        raise NotImplementedError
+
+    def disable(self) -> Outcome:
+        raise NotImplementedError
+
+    def start(self) -> Outcome:
+        """Start the installed service now (the SessionStart hook uses it)."""
+        raise NotImplementedError
+
+    def enabled(self) -> bool:
+        return all(p.exists() for p in self.files())
+
+    def describe(self) -> str:
+        return ", ".join(str(p) for p in self.files()) or self.name
+
+    # helpers
+    def _write_files(self) -> None:
+        for path, data in self.files().items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+
+    def _remove_files(self) -> None:
+        for path in self.files():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _call(self, argv: Sequence[str]) -> tuple[bool, str]:
+        try:
+            cp = self.run(argv)
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"{argv[0]}: {e}"
+        return cp.returncode == 0, (cp.stderr or cp.stdout or "").strip()
+
+
+def choose_backend(runner: Runner | None = None) -> ServiceBackend:
+    """The backend for this OS, or the test backend when the test setting is on."""
+    test = os.environ.get(TEST_BACKEND_ENV, "")
+    if test == "process":
+        from scalpel_desktop.service.process_backend import ProcessBackend
+
+        return ProcessBackend()
+    if sys.platform == "darwin":
+        from scalpel_desktop.service.launchd import LaunchdBackend
+
+        return LaunchdBackend(runner)
+    if sys.platform == "win32":
+        from scalpel_desktop.service.windows import WindowsBackend
+
+        return WindowsBackend(runner)
+    from scalpel_desktop.service.systemd import SystemdBackend
+
+    return SystemdBackend(runner)

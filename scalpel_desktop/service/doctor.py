@@ -1,0 +1,138 @@
+"""``scalpel doctor``: everything a user could have wrong, and how to fix each.
+
+Each check returns a ``Check(name, status, detail, fix)``; status is one of
+``ok``, ``warn``, ``fail``, ``info``. Any ``fail`` makes the command exit 1.
+Nothing here changes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+
+from scalpel_desktop import __version__
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | warn | fail | info
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _port_free(port: int) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
+    from scalpel_desktop.config import Config, ConfigError
+    from scalpel_desktop.paths import dirs, home_relative
+    from scalpel_desktop.service import autopilot, hooks
+    from scalpel_desktop.service.base import choose_backend
+    from scalpel_desktop.service.probe import base_url, health, is_scalpel_url
+    from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
+
+    out: list[Check] = []
+    try:
+        cfg = Config.load()
+        out.append(Check("config", "ok", home_relative(cfg.path)))
+    except ConfigError as e:
+        out.append(Check("config", "fail", str(e), f"fix or remove {home_relative(dirs().config_file)}"))
+        cfg = Config({})
+    state = autopilot.read_state()
+    port = int(state.get("port") or cfg["port"])
+    answer = health(port)
+    if answer:
+        out.append(Check("proxy", "ok", f"answering on {base_url(port)} (pid {answer.get('pid')}, version {answer.get('version')})"))
+        if answer.get("version") != __version__:
+            out.append(Check("proxy version", "warn", f"the running proxy is {answer.get('version')}, this command is {__version__}",
+                             "restart it: `scalpel stop && scalpel start` (or `scalpel autopilot on` again)"))
+    else:
+        free = _port_free(port)
+        out.append(Check("proxy", "info" if not state.get("enabled") else "fail",
+                         f"not answering on {base_url(port)}",
+                         "start it: `scalpel start` (foreground), `scalpel tray`, or `scalpel autopilot on`"))
+        out.append(Check("port", "ok" if free else "fail",
+                         f"127.0.0.1:{port} is {'free' if free else 'taken by another program'}",
+                         "" if free else f"free the port or choose another: `scalpel config set port N`"))
+    settings = ClaudeSettings()
+    where = home_relative(settings.path)
+    try:
+        doc = settings.load()
+        url = get_path(doc, ("env", "ANTHROPIC_BASE_URL"))
+        points = isinstance(url, str) and is_scalpel_url(url, port)
+        if points and not answer:
+            out.append(Check("Claude Code", "fail", f"{where} points at {url}, where nothing answers: Claude Code cannot reach the API",
+                             "`scalpel autopilot on` (start the service) or `scalpel autopilot off` (restore the setting)"))
+        elif points:
+            out.append(Check("Claude Code", "ok", f"{where} routes through scalpel ({url})"))
+        elif url:
+            out.append(Check("Claude Code", "info", f"{where} routes to {url} (not scalpel)",
+                             "`scalpel autopilot on` makes that URL scalpel's upstream and routes through scalpel"))
+        else:
+            out.append(Check("Claude Code", "info", f"{where} does not set ANTHROPIC_BASE_URL (direct to the API)",
+                             "`scalpel autopilot on`, or `export ANTHROPIC_BASE_URL=http://127.0.0.1:%d` per shell" % port))
+    except Exception as e:  # noqa: BLE001 - SettingsError
+        out.append(Check("Claude Code", "fail", str(e), f"fix the JSON in {where}; scalpel will not edit it until it parses"))
+    if os.environ.get("ANTHROPIC_BASE_URL") and not is_scalpel_url(os.environ["ANTHROPIC_BASE_URL"], port):
+        out.append(Check("environment", "warn", f"ANTHROPIC_BASE_URL={os.environ['ANTHROPIC_BASE_URL']} in this shell",
+                         "settings.json's env wins inside Claude Code; unset it if that is not what you want"))
+    backend = choose_backend()
+    installed = backend.enabled()
+    if state.get("enabled"):
+        out.append(Check("login service", "ok" if installed else "fail",
+                         f"{backend.name}: {'installed' if installed else 'missing'}",
+                         "" if installed else "`scalpel autopilot on` reinstalls it"))
+    else:
+        out.append(Check("login service", "warn" if installed else "info",
+                         f"{backend.name}: {'installed while autopilot is off' if installed else 'not installed (autopilot off)'}",
+                         "`scalpel autopilot off` removes it" if installed else "`scalpel autopilot on` installs it"))
+    hs = hooks.status(settings)
+    n = sum(hs.installed.values())
+    if n == len(hs.installed):
+        out.append(Check("hooks", "ok", f"PreToolUse, PostToolUse, SessionStart installed in {where}"))
+    elif n:
+        missing = ", ".join(k for k, v in hs.installed.items() if not v)
+        out.append(Check("hooks", "warn", f"partly installed (missing: {missing})", "`scalpel hooks install`"))
+    else:
+        out.append(Check("hooks", "info", "not installed (optional)", "`scalpel hooks install`"))
+    out.append(Check("statusline", "ok" if hs.statusline else "info",
+                     "scalpel's statusLine is set" if hs.statusline else
+                     ("another statusLine is set" if hs.foreign_statusline else "not set (optional)"),
+                     "" if hs.statusline else "`scalpel statusline --install`"))
+    out.append(Check("versions", "info",
+                     f"scalpel-desktop {__version__}, Python {platform.python_version()} ({sys.executable}), {platform.system()} {platform.release()}"))
+    claude = shutil.which("claude")
+    if claude:
+        try:
+            cp = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=claude_version_timeout)
+            out.append(Check("Claude Code CLI", "info", (cp.stdout or cp.stderr).strip().splitlines()[0] if (cp.stdout or cp.stderr).strip() else claude))
+        except (OSError, subprocess.SubprocessError) as e:
+            out.append(Check("Claude Code CLI", "warn", f"{claude} --version failed: {e}"))
+    else:
+        out.append(Check("Claude Code CLI", "info", "`claude` not on PATH"))
+    if sys.platform.startswith("linux"):
+        try:
+            import gi  # noqa: F401
+
+            out.append(Check("tray", "ok", "PyGObject present (gtk/appindicator tray with a menu)"))
+        except ImportError:
+            out.append(Check("tray", "warn", "PyGObject missing: the tray has no menu on Linux",
+                             "pip install 'scalpel-desktop[gtk]' (and gir1.2-gtk-3.0 gir1.2-ayatanaappindicator3-0.1)"))
+    return out

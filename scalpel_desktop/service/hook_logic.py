@@ -1,0 +1,225 @@
+"""What the Claude Code hooks decide (stdlib only; called by ``hooks_entry``).
+
+PreToolUse (Read): deny a *full* re-read of a file this agent already read in
+full in this session when the file is unchanged on disk -- its content is
+still in the context. Allowed: any read with offset/limit/pages, a file never
+read or changed since (size, mtime or hash differ), a file edited since,
+anything uncertain, and a read the proxy may have cut: the surgery log
+(``cuts`` table in the ledger) is consulted for the earlier read's
+tool_use_id; when the ledger or that table is absent, the answer is "allow".
+
+PostToolUse: records, per session and agent, the hash of each file read in
+full (state under ``dirs().state/hooks``); Edit/Write/MultiEdit/NotebookEdit
+forget the file.
+
+SessionStart: "clear" and "compact" forget the session's reads (the context
+no longer holds them); when autopilot is on and no proxy answers, start the
+login service (no waiting: the hook must answer fast).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+FULL_READ_TOOLS = ("Read",)
+FORGET_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+PARTIAL_KEYS = ("offset", "limit", "pages")
+MAX_HASH_BYTES = 64 * 1024 * 1024
+
+
+def state_dir() -> Path:
+    from scalpel_desktop.paths import dirs
+
+    return dirs().state / "hooks"
+
+
+def _session_file(session_id: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:128] or "_"
+    return state_dir() / f"{safe}.json"
+
+
+def _agent(payload: dict) -> str:
+    agent = payload.get("agent_id") or payload.get("agentId")
+    return str(agent) if agent else "main"
+
+
+def _load(session_id: str) -> dict:
+    try:
+        doc = json.loads(_session_file(session_id).read_text(encoding="utf-8"))
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save(session_id: str, doc: dict) -> None:
+    path = _session_file(session_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+def file_fingerprint(path: str) -> dict | None:
+    """size + mtime + sha256 of the file on disk, or None when unreadable/too big."""
+    try:
+        st = os.stat(path)
+        if st.st_size > MAX_HASH_BYTES or not os.path.isfile(path):
+            return None
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": h.hexdigest()}
+    except OSError:
+        return None
+
+
+def _is_full_read(tool_input: dict) -> bool:
+    return not any(tool_input.get(k) not in (None, "", 0) for k in PARTIAL_KEYS)
+
+
+def _response_was_complete(response) -> bool:
+    """Claude Code's Read result says how many lines it returned; a truncated read is not 'full'."""
+    if not isinstance(response, dict):
+        return False
+    if response.get("type") not in (None, "text"):
+        return False
+    file = response.get("file")
+    if not isinstance(file, dict):
+        return False
+    num, total = file.get("numLines"), file.get("totalLines")
+    if isinstance(num, int) and isinstance(total, int):
+        return num >= total
+    return False
+
+
+def post_tool_use(payload: dict) -> None:
+    session = payload.get("session_id")
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input") or {}
+    if not isinstance(session, str) or not isinstance(tool_input, dict):
+        return
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not isinstance(path, str) or not path:
+        return
+    doc = _load(session)
+    reads = doc.setdefault("agents", {}).setdefault(_agent(payload), {})
+    if tool in FORGET_TOOLS:
+        if reads.pop(path, None) is not None:
+            _save(session, doc)
+        return
+    if tool not in FULL_READ_TOOLS:
+        return
+    if not _is_full_read(tool_input) or not _response_was_complete(payload.get("tool_response")):
+        reads.pop(path, None)
+    else:
+        fp = file_fingerprint(path)
+        if fp is None:
+            reads.pop(path, None)
+        else:
+            reads[path] = {**fp, "tool_use_id": payload.get("tool_use_id"), "ts": time.time()}
+    _save(session, doc)
+
+
+def _maybe_cut(tool_use_id: object) -> bool:
+    """True unless the surgery log proves the earlier read was NOT cut (uncertain -> True)."""
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        return True
+    from scalpel_desktop.paths import dirs
+
+    db = dirs().database
+    if not db.exists():
+        return True
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            row = conn.execute("SELECT 1 FROM cuts WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True  # no surgery log (table missing, locked, unreadable): uncertain
+    return row is not None
+
+
+def deny_reason(path: str) -> str:
+    return (
+        f"scalpel: {path} was already read in full earlier in this session and is unchanged on disk, "
+        "so its content is still in your context: use that. If the earlier result is no longer visible "
+        "to you, re-read it with an explicit offset and limit."
+    )
+
+
+def pre_tool_use(payload: dict) -> dict | None:
+    if payload.get("tool_name") not in FULL_READ_TOOLS:
+        return None
+    session = payload.get("session_id")
+    tool_input = payload.get("tool_input")
+    if not isinstance(session, str) or not isinstance(tool_input, dict) or not _is_full_read(tool_input):
+        return None
+    path = tool_input.get("file_path")
+    if not isinstance(path, str):
+        return None
+    seen = _load(session).get("agents", {}).get(_agent(payload), {}).get(path)
+    if not isinstance(seen, dict):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_size != seen.get("size"):
+        return None
+    fp = file_fingerprint(path)
+    if fp is None or fp["sha256"] != seen.get("sha256"):
+        return None
+    if _maybe_cut(seen.get("tool_use_id")):
+        return None
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": deny_reason(path),
+        }
+    }
+
+
+def session_start(payload: dict) -> None:
+    session = payload.get("session_id")
+    if isinstance(session, str) and payload.get("source") in ("clear", "compact"):
+        try:
+            _session_file(session).unlink()
+        except OSError:
+            pass
+    start_proxy_if_needed()
+
+
+def start_proxy_if_needed() -> str:
+    """Start the login service when autopilot is on and nothing answers; returns what it did."""
+    from scalpel_desktop.paths import dirs
+
+    try:
+        state = json.loads((dirs().state / "autopilot.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "autopilot off"
+    if not isinstance(state, dict) or not state.get("enabled"):
+        return "autopilot off"
+    from scalpel_desktop.service.probe import health
+
+    port = int(state.get("port") or 4242)
+    if health(port, timeout=0.5) is not None:
+        return "running"
+    from scalpel_desktop.service.base import choose_backend
+
+    backend = choose_backend()
+    if not backend.enabled():
+        return "service not installed"
+    outcome = backend.start()
+    return "started" if outcome.ok else f"failed: {outcome.message}"

@@ -1,0 +1,123 @@
+"""Render the login-service files from the templates in ``service/templates/``.
+
+Pure functions: they return text/bytes and never write or start anything, so
+every platform's files can be rendered and validated on any machine (the tests
+validate the systemd unit with ``systemd-analyze``, the desktop entry with
+``desktop-file-validate``, the plist with plistlib, the task XML with an XML
+parser).
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+LABEL = "dev.scalpel-desktop"
+UNIT_NAME = "scalpel-desktop.service"
+DESKTOP_NAME = "scalpel-desktop-tray.desktop"
+TASK_NAME = "scalpel-desktop"
+
+#: Variables a service must inherit from the installing shell (so a service
+#: installed with SCALPEL_HOME set uses the same data, config and port).
+PASSED_ENV = ("SCALPEL_HOME", "CLAUDE_CONFIG_DIR", "SCALPEL_ANTHROPIC_UPSTREAM", "SCALPEL_OPENAI_UPSTREAM")
+
+
+def template(name: str) -> str:
+    return resources.files("scalpel_desktop.service").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to run scalpel: an interpreter plus arguments, and an environment."""
+
+    program: str
+    args: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.program, *self.args]
+
+
+def python_launch(command: str, *, windowless: bool = False) -> Launch:
+    """``<python> -m scalpel_desktop <command>``, or the frozen app itself."""
+    env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
+    if getattr(sys, "frozen", False):
+        return Launch(sys.executable, (command,), env)
+    exe = sys.executable
+    if windowless and exe.lower().endswith("python.exe"):
+        candidate = exe[: -len("python.exe")] + "pythonw.exe"
+        if Path(candidate).exists():
+            exe = candidate
+    return Launch(exe, ("-m", "scalpel_desktop", command), env)
+
+
+# -- systemd / XDG ---------------------------------------------------------
+def _systemd_quote(arg: str) -> str:
+    if arg and all(c.isalnum() or c in "/._-+=:,@" for c in arg):
+        return arg.replace("%", "%%")
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+
+
+def render_systemd_unit(launch: Launch) -> str:
+    exec_start = " ".join(_systemd_quote(a) for a in launch.argv)
+    env_lines = "".join(f"Environment={_systemd_quote(f'{k}={v}')}\n" for k, v in sorted(launch.env.items()))
+    env_lines += "Environment=PYTHONUNBUFFERED=1\n"
+    text = template(UNIT_NAME)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("# ")) + "\n"
+    return text.replace("@EXEC_START@", exec_start).replace("@ENVIRONMENT@\n", env_lines)
+
+
+def _desktop_quote(arg: str) -> str:
+    """Desktop Entry spec Exec quoting (reserved characters -> a quoted argument)."""
+    reserved = set(' \t\n"\'\\><~|&;$*?#()`')
+    if arg and not (set(arg) & reserved) and "%" not in arg:
+        return arg
+    inner = arg.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`").replace("$", "\\$")
+    return '"' + inner.replace("%", "%%") + '"'
+
+
+def render_desktop_entry(launch: Launch, icon: str) -> str:
+    argv = list(launch.argv)
+    if launch.env:
+        argv = ["env", *[f"{k}={v}" for k, v in sorted(launch.env.items())], *argv]
+    exec_line = " ".join(_desktop_quote(a) for a in argv)
+    return template(DESKTOP_NAME).replace("@EXEC_TRAY@", exec_line).replace("@ICON@", icon)
+
+
+# -- launchd ---------------------------------------------------------------
+def render_launchd_plist(label: str, launch: Launch, log_path: str) -> bytes:
+    doc = plistlib.loads(template("launchd-agent.plist").encode("utf-8"))
+    doc["Label"] = label
+    doc["ProgramArguments"] = launch.argv
+    doc["EnvironmentVariables"] = {**launch.env, "PYTHONUNBUFFERED": "1"}
+    doc["StandardOutPath"] = log_path
+    doc["StandardErrorPath"] = log_path
+    return plistlib.dumps(doc, fmt=plistlib.FMT_XML, sort_keys=False)
+
+
+# -- Windows Task Scheduler ---------------------------------------------------
+def _windows_args(args: tuple[str, ...]) -> str:
+    import subprocess
+
+    return subprocess.list2cmdline(list(args))
+
+
+def render_windows_task(task_name: str, description: str, launch: Launch, user_id: str) -> str:
+    """Task XML (text; written as UTF-16 as schtasks expects)."""
+    text = template("windows-task.xml")
+    values = {
+        "@DESCRIPTION@": description,
+        "@TASK_NAME@": task_name,
+        "@USER_ID@": user_id,
+        "@COMMAND@": launch.program,
+        "@ARGUMENTS@": _windows_args(launch.args),
+    }
+    for key, value in values.items():
+        text = text.replace(key, escape(value))
+    return text

@@ -1,0 +1,397 @@
+"""Doom spans: tool results that are provably dead (SPEC section 5).
+
+Kinds (tier 1 = the first three, tier 2 = all five):
+
+* ``superseded_read``: a Read of a file that a later Read (whole file, or the
+  same range), Edit, Write, MultiEdit or NotebookEdit of that file replaces;
+  a Bash ``cat``/``head``/``tail``/``sed -n`` of one file counts as a read
+  only when its path is unambiguous (one plain path, no pipes, globs,
+  variables, redirections; relative only when no ``cd`` was ever run).
+  Only a successful later call supersedes (a failed Edit changed nothing).
+* ``duplicate``: the same content returned again later; the latest is kept.
+* ``failed``: an error result (``is_error: true``) at least
+  ``failed_age_messages`` messages old, after which some later call succeeded.
+* ``dead_snapshot``: a browser/page snapshot followed by a later successful
+  call of the same snapshot tool.
+* ``stale_large``: >= ``stale_min_tokens`` and more than
+  ``stale_age_messages`` messages old.
+
+Protected whatever the tier: everything that is not a tool result (user and
+assistant text, thinking, tool inputs), answers the user gave
+(AskUserQuestion, ExitPlanMode), subagent reports (Task, Agent), results of
+MCP tools (``mcp__*``) unless ``cut_mcp_results`` (a snapshot tool's result,
+whose meaning we do know, may still die as a dead snapshot), the
+``keep_recent`` most recent results, anything not understood (no matching
+call, unknown block types such as ``tool_reference``, results already
+stubbed), results under ``min_cut_tokens``, and results whose stub would not
+be at most half their size.
+
+``died_at_unit`` is the unit index at which a result became dead: the bench
+uses it for its "cut the moment it died" ceiling, the economist to know which
+cuts fall at or after the natural break.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from scalpel_desktop.wire.view import ConversationView, ToolResult
+
+KINDS = ("superseded_read", "duplicate", "failed", "dead_snapshot", "stale_large")
+TIER_KINDS = {1: frozenset(KINDS[:3]), 2: frozenset(KINDS)}
+
+# Results that carry the user's words or a subagent's whole work.
+PROTECTED_TOOLS = frozenset({"AskUserQuestion", "ExitPlanMode", "Task", "Agent"})
+FILE_WRITERS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+SNAPSHOT_NAME = re.compile(r"(?:^|_)(?:snapshot|screenshot|take_snapshot|read_page|get_page_text)$", re.I)
+STUB_MARK = "[scalpel:"
+STUB_TOKENS = 60  # the largest stub we write, in tokens
+IMAGE_TOKENS = 1_600  # an image block, roughly (a Read of a picture)
+
+DEFAULTS = {
+    "keep_recent": 3,
+    "failed_age_messages": 10,
+    "stale_min_tokens": 1000,
+    "stale_age_messages": 20,
+    "min_cut_tokens": 200,
+    "cut_mcp_results": False,
+}
+
+
+@dataclass(frozen=True)
+class DoomSpan:
+    tool_use_id: str
+    kind: str
+    tokens: int  # estimated tokens of the original content
+    unit_index: int  # unit holding the result
+    died_at_unit: int  # unit at which it became dead (<= the last unit)
+
+
+def result_tokens(result: ToolResult) -> int:
+    """Estimated tokens of a result's content: the one place the estimator is called."""
+    from scalpel_desktop.accounting.tokens import estimate_tokens
+
+    return estimate_tokens(result.text) + IMAGE_TOKENS * result.images
+
+
+def _setting(config_like: Any, key: str) -> Any:
+    if config_like is None:
+        return DEFAULTS[key]
+    if isinstance(config_like, dict):
+        return config_like.get(key, DEFAULTS[key])
+    getter = getattr(config_like, "get", None)
+    if callable(getter):
+        try:
+            v = getter(key)
+        except Exception:  # noqa: BLE001 - an object without this key: the default
+            v = None
+        return DEFAULTS[key] if v is None else v
+    return getattr(config_like, key, DEFAULTS[key])
+
+
+def is_stub(content: Any) -> bool:
+    if isinstance(content, str):
+        return content.startswith(STUB_MARK)
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        t = content[0].get("text")
+        return isinstance(t, str) and t.startswith(STUB_MARK)
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def is_snapshot_tool(name: str) -> bool:
+    short = name.rsplit("__", 1)[-1]
+    return bool(SNAPSHOT_NAME.search(short))
+
+
+# -- file identity ------------------------------------------------------------
+
+_BASH_READERS = {"cat", "head", "tail", "sed"}
+_UNSAFE = re.compile(r"[|;&<>`$*?\[\]{}~\n]|\bcd\b")
+
+
+def _norm(path: str, cwd: str | None) -> str | None:
+    if not path or "\x00" in path:
+        return None
+    if not path.startswith("/"):
+        if not cwd:
+            return None
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path)
+
+
+@functools.lru_cache(maxsize=8192)
+def bash_read(command: str, cwd: str | None) -> tuple[str, bool] | None:
+    """(file, whole_file) when ``command`` plainly prints one file, else None."""
+    if not isinstance(command, str) or len(command) > 500 or _UNSAFE.search(command):
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if not argv or argv[0] not in _BASH_READERS:
+        return None
+    prog, args = argv[0], argv[1:]
+    if prog == "cat":
+        if len(args) != 1 or args[0].startswith("-"):
+            return None
+        path = _norm(args[0], cwd)
+        return (path, True) if path else None
+    if prog in ("head", "tail"):
+        files = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a in ("-n", "-c"):
+                i += 2
+                continue
+            if re.fullmatch(r"-[nc]?\d+|-n[+]?\d+", a):
+                i += 1
+                continue
+            if a.startswith("-"):
+                return None
+            files.append(a)
+            i += 1
+        if len(files) != 1:
+            return None
+        path = _norm(files[0], cwd)
+        return (path, False) if path else None
+    if prog == "sed":
+        if len(args) != 3 or args[0] != "-n" or not re.fullmatch(r"\d+(,\d+)?p", args[1]):
+            return None
+        path = _norm(args[2], cwd)
+        return (path, False) if path else None
+    return None
+
+
+@dataclass
+class _Access:
+    """One call's relation to a file: what it read or wrote."""
+
+    path: str
+    reads: bool
+    writes: bool
+    whole: bool  # a read of the whole file
+    range_key: Any  # identifies a partial read (same key = same range)
+
+
+def file_access(name: str, inp: Any, cwd: str | None, bash_cd_seen: bool) -> _Access | None:
+    if not isinstance(inp, dict):
+        return None
+    if name == "Read":
+        path = inp.get("file_path")
+        if not isinstance(path, str):
+            return None
+        p = _norm(path, cwd)
+        if p is None:
+            return None
+        offset, limit, pages = inp.get("offset"), inp.get("limit"), inp.get("pages")
+        whole = offset in (None, 0, 1) and limit is None and pages is None
+        return _Access(p, True, False, whole, (offset, limit, pages))
+    key = FILE_WRITERS.get(name)
+    if key is not None:
+        path = inp.get(key)
+        if not isinstance(path, str):
+            return None
+        p = _norm(path, cwd)
+        return _Access(p, False, True, False, None) if p else None
+    if name == "Bash":
+        command = inp.get("command")
+        if not isinstance(command, str):
+            return None
+        got = bash_read(command, None if bash_cd_seen else cwd)
+        if got is None:
+            return None
+        path, whole = got
+        return _Access(path, True, False, whole, ("bash", inp.get("command")))
+    return None
+
+
+# -- the analysis ---------------------------------------------------------------
+
+
+def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int | None = None) -> list[DoomSpan]:
+    """Every dead, unprotected tool result of ``view``, in history order."""
+    if tier is None:
+        tier = int(_setting_tier(config_like))
+    kinds = TIER_KINDS.get(int(tier), TIER_KINDS[2])
+    keep_recent = int(_setting(config_like, "keep_recent"))
+    failed_age = int(_setting(config_like, "failed_age_messages"))
+    stale_min = int(_setting(config_like, "stale_min_tokens"))
+    stale_age = int(_setting(config_like, "stale_age_messages"))
+    min_cut = max(int(_setting(config_like, "min_cut_tokens")), 2 * STUB_TOKENS)
+    cut_mcp = bool(_setting(config_like, "cut_mcp_results"))
+
+    results = view.tool_results
+    last_unit = len(view.units) - 1
+    calls = view.tool_calls
+    cwd = view.cwd()
+    facts = [_facts(r, calls.get(r.id)) for r in results]
+
+    # For each result: when did it die, and of what (the earliest death wins)?
+    died: dict[int, tuple[int, str]] = {}  # result position -> (died_at_unit, kind)
+    order = {k: i for i, k in enumerate(KINDS)}
+
+    def mark(pos: int, at: int, kind: str) -> None:
+        if kind not in kinds or at > last_unit:
+            return
+        cur = died.get(pos)
+        if cur is None or at < cur[0] or (at == cur[0] and order[kind] < order[cur[1]]):
+            died[pos] = (at, kind)
+
+    # Bash `cd` anywhere makes relative Bash paths ambiguous.
+    bash_cd_seen = any(f.has_cd for f in facts)
+
+    open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
+    last_of_content: dict[Any, int] = {}
+    last_snapshot: dict[str, int] = {}
+    first_success_after: list[int | None] = [None] * len(results)
+    next_success_unit: int | None = None
+    for pos in range(len(results) - 1, -1, -1):
+        first_success_after[pos] = next_success_unit
+        r = results[pos]
+        if r.is_error is not True and r.name is not None:
+            next_success_unit = r.unit_index
+
+    for pos, r in enumerate(results):
+        f = facts[pos]
+        ok = f.callable_ok
+        # superseded reads
+        if ok and f.may_touch_file:
+            acc = f.access(cwd, bash_cd_seen)
+            if acc is not None:
+                waiting = open_reads.get(acc.path)
+                if waiting:
+                    keep = []
+                    for old_pos, old in waiting:
+                        if acc.writes or (acc.reads and (acc.whole or acc.range_key == old.range_key)):
+                            mark(old_pos, r.unit_index, "superseded_read")
+                        else:
+                            keep.append((old_pos, old))
+                    open_reads[acc.path] = keep
+                if acc.reads:
+                    open_reads.setdefault(acc.path, []).append((pos, acc))
+        # dead snapshots
+        if ok and f.snapshot:
+            prev = last_snapshot.get(r.name)  # type: ignore[arg-type]
+            if prev is not None:
+                mark(prev, r.unit_index, "dead_snapshot")
+            last_snapshot[r.name] = pos  # type: ignore[index]
+        # duplicates: the same content again, the earlier copy dies
+        if f.dup_key is not None:
+            prev = last_of_content.get(f.dup_key)
+            if prev is not None:
+                mark(prev, r.unit_index, "duplicate")
+            last_of_content[f.dup_key] = pos
+        # failed commands
+        if r.is_error is True:
+            later = first_success_after[pos]
+            if later is not None:
+                mark(pos, max(r.unit_index + failed_age, later), "failed")
+        # stale large: decided below, once tokens are known
+
+    protected_from = max(0, len(results) - keep_recent)
+    stale_on = "stale_large" in kinds
+    spans: list[DoomSpan] = []
+    for pos in range(protected_from):
+        f = facts[pos]
+        allowed = f.allowed_mcp if cut_mcp else f.allowed
+        if not allowed or f.tokens < min_cut:
+            continue
+        r = results[pos]
+        verdict = died.get(pos)
+        if verdict is not None and verdict[1] not in allowed:
+            verdict = None
+        if stale_on and f.tokens >= stale_min and "stale_large" in allowed:
+            at = r.unit_index + stale_age + 1
+            if at <= last_unit and (verdict is None or at < verdict[0]):
+                verdict = (at, "stale_large")
+        if verdict is not None:
+            spans.append(DoomSpan(r.id, verdict[1], f.tokens, r.unit_index, verdict[0]))
+    return spans
+
+
+class _Facts:
+    """What doom needs to know about one result, computed once per ToolResult object.
+
+    Views share ToolResult objects between consecutive requests of a
+    conversation (and replace, never mutate, them on an edit), so this cache
+    makes the analysis of an unchanged prefix nearly free.
+    """
+
+    __slots__ = ("tokens", "allowed", "allowed_mcp", "snapshot", "dup_key", "callable_ok", "may_touch_file",
+                 "has_cd", "_call", "_name", "_acc_key", "_acc")
+
+    def __init__(self, r: ToolResult, call: Any):
+        name = r.name or ""
+        self.tokens = result_tokens(r)
+        self.allowed = _allowed_kinds(r, False)
+        self.allowed_mcp = _allowed_kinds(r, True)
+        self.callable_ok = r.is_error is not True and r.name is not None and call is not None
+        self.snapshot = bool(name) and is_snapshot_tool(name)
+        self.dup_key = (r.text if not r.images else (r.text, _images_key(r))) if r.understood and (r.chars or r.images) else None
+        self.may_touch_file = name in ("Read", "Bash") or name in FILE_WRITERS
+        inp = call.input if call is not None else None
+        self.has_cd = bool(
+            name == "Bash" and isinstance(inp, dict) and isinstance(inp.get("command"), str) and _CD.search(inp["command"])
+        )
+        self._call, self._name = call, name
+        self._acc_key: Any = None
+        self._acc: _Access | None = None
+
+    def access(self, cwd: str | None, cd_seen: bool) -> _Access | None:
+        key = (cwd, cd_seen)
+        if self._acc_key != key:
+            self._acc = file_access(self._name, self._call.input, cwd, cd_seen)
+            self._acc_key = key
+        return self._acc
+
+
+_CD = re.compile(r"\bcd\b")
+
+
+def _facts(r: ToolResult, call: Any) -> _Facts:
+    f = r.__dict__.get("_doom_facts")
+    if f is None or f._call is not call:
+        f = _Facts(r, call)
+        r.__dict__["_doom_facts"] = f
+    return f
+
+
+def _images_key(r: ToolResult) -> Any:
+    if not r.images:
+        return None
+    from scalpel_desktop.wire.view import canonical_bytes
+
+    return canonical_bytes(r.content)
+
+
+def _allowed_kinds(r: ToolResult, cut_mcp: bool) -> frozenset[str]:
+    """The kinds of death this result may be cut for (empty: protected)."""
+    if not r.understood or r.name is None or r.name in PROTECTED_TOOLS or is_stub(r.content):
+        return frozenset()
+    if r.name.startswith("mcp__") and not cut_mcp:
+        # An MCP result's meaning is unknown, except a snapshot tool's: a later
+        # snapshot of the same tool shows the page as it is now.
+        return frozenset({"dead_snapshot"}) if is_snapshot_tool(r.name) else frozenset()
+    return frozenset(KINDS)
+
+
+def _setting_tier(config_like: Any) -> int:
+    if config_like is None:
+        return 2
+    if isinstance(config_like, dict):
+        return config_like.get("tier", 2)
+    getter = getattr(config_like, "get", None)
+    if callable(getter):
+        try:
+            v = getter("tier")
+        except Exception:  # noqa: BLE001
+            v = None
+        return 2 if v is None else v
+    return getattr(config_like, "tier", 2)

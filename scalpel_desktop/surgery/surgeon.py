@@ -1,0 +1,159 @@
+"""The surgeon: replaces dead results with stubs, spill first, log last.
+
+Order of a cut, and why:
+
+1. spill the original content (content-addressed, fsynced, 0600): no spill,
+   no cut, so every removed byte is recoverable;
+2. replace the content in the view (copy-on-write: the parsed original stays
+   intact for the validator);
+3. log the cut, but only in ``commit()``, which the pipeline stage calls once
+   the rewritten body has passed ``validate_rewrite``: a body that is never
+   sent must leave no cut behind to be re-applied later.
+
+``reapply`` makes every earlier cut stick: any tool result in the request
+whose id is in the log and whose content still hashes to the logged
+original is replaced by the regenerated stub, checked against the logged
+stub hash, whatever the conversation key (a resumed conversation may come
+back under a new session id). Without it the prefix would change back and
+the cache would miss.
+
+Hashes are over the content's compact JSON with cache markers removed (a
+marker nested in a result's content may move; the content does not).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from typing import Iterable
+
+from scalpel_desktop import clock
+from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.surgery.cutlog import CutLog, CutRecord
+from scalpel_desktop.surgery.doom import DoomSpan, is_stub
+from scalpel_desktop.surgery.stub import STUB_VERSION, spill_display_dir, stub_content, stub_text
+from scalpel_desktop.wire.view import ConversationView, canonical_bytes
+
+log = logging.getLogger("scalpel.surgery")
+
+
+@dataclass(frozen=True)
+class Cut:
+    tool_use_id: str
+    kind: str
+    tokens: int  # estimated tokens of the original content
+    stub_tokens: int  # estimated tokens of the stub
+    original_sha256: str
+    stub_sha256: str
+    stub_version: int
+    spill_path: str  # home-relative ("~/...") where the original is
+    unit_index: int
+    died_at_unit: int
+    session: str
+    agent: str
+
+    @property
+    def saved_tokens(self) -> int:
+        return max(0, self.tokens - self.stub_tokens)
+
+
+def content_sha(content) -> tuple[bytes, str]:
+    data = canonical_bytes(content)
+    return data, hashlib.sha256(data).hexdigest()
+
+
+class Surgeon:
+    def __init__(self, spill: SpillStore, cutlog: CutLog):
+        self.spill = spill
+        self.cutlog = cutlog
+        self._display_dir = spill_display_dir(spill.dir)
+        self._pending: list[Cut] = []
+
+    # -- re-applying what was cut before ------------------------------------
+    def reapply(self, view: ConversationView) -> int:
+        """Re-apply logged cuts to ``view``; return how many results were replaced."""
+        ids = [r.id for r in view.tool_results]
+        if not ids:
+            return 0
+        records = self.cutlog.lookup(ids)
+        n = 0
+        for tid, rec in records.items():
+            r = view.result(tid)
+            if r is None or is_stub(r.content):
+                continue
+            _, digest = content_sha(r.content)
+            if digest != rec.original_sha256:
+                continue  # the client sent different content under this id: leave it
+            try:
+                new = stub_content(r.content, stub_text(rec.kind, rec.tokens, rec.original_sha256, rec.stub_version, self._display_dir), view.text_block_type)
+            except ValueError:
+                log.warning("cut %s: unknown stub version %s; not re-applied", tid, rec.stub_version)
+                continue
+            if content_sha(new)[1] != rec.stub_sha256:
+                log.warning("cut %s: regenerated stub differs from the logged one (spill dir moved?); not re-applied", tid)
+                continue
+            view.replace_result_content(tid, new)
+            n += 1
+        return n
+
+    # -- new cuts -----------------------------------------------------------
+    def cut(self, view: ConversationView, spans: Iterable[DoomSpan], session: str = "", agent: str = "") -> list[Cut]:
+        """Spill and stub every span it can; the cuts stay pending until ``commit``."""
+        from scalpel_desktop.accounting.tokens import estimate_tokens
+
+        done: list[Cut] = []
+        seen: set[str] = set()
+        for span in spans:
+            r = view.result(span.tool_use_id)
+            if r is None or span.tool_use_id in seen or not r.understood or is_stub(r.content):
+                continue
+            data, digest = content_sha(r.content)
+            try:
+                stored = self.spill.put(data)
+            except (OSError, ValueError) as e:  # no spill, no cut
+                log.warning("spill failed for %s, not cut: %s", span.tool_use_id, e)
+                continue
+            if stored != digest:
+                continue
+            text = stub_text(span.kind, span.tokens, digest, STUB_VERSION, self._display_dir)
+            new = stub_content(r.content, text, view.text_block_type)
+            view.replace_result_content(span.tool_use_id, new)
+            seen.add(span.tool_use_id)
+            done.append(
+                Cut(
+                    tool_use_id=span.tool_use_id,
+                    kind=span.kind,
+                    tokens=span.tokens,
+                    stub_tokens=estimate_tokens(text),
+                    original_sha256=digest,
+                    stub_sha256=content_sha(new)[1],
+                    stub_version=STUB_VERSION,
+                    spill_path=f"{self._display_dir}/{digest[:2]}/{digest}",
+                    unit_index=span.unit_index,
+                    died_at_unit=span.died_at_unit,
+                    session=session,
+                    agent=agent,
+                )
+            )
+        self._pending.extend(done)
+        return done
+
+    def commit(self, cuts: Iterable[Cut] | None = None) -> int:
+        """Log ``cuts`` (default: every pending one) once the rewritten body validated."""
+        chosen = list(self._pending if cuts is None else cuts)
+        ids = {c.tool_use_id for c in chosen}
+        self._pending = [c for c in self._pending if c.tool_use_id not in ids]
+        t = clock.now()
+        return self.cutlog.record(
+            CutRecord(c.tool_use_id, c.session, c.agent, t, c.kind, c.tokens, c.original_sha256, c.stub_version, c.stub_sha256)
+            for c in chosen
+        )
+
+    def discard(self, cuts: Iterable[Cut] | None = None) -> None:
+        """Forget pending cuts (the body failed validation or was not sent). Spill files stay."""
+        if cuts is None:
+            self._pending = []
+            return
+        ids = {c.tool_use_id for c in cuts}
+        self._pending = [c for c in self._pending if c.tool_use_id not in ids]

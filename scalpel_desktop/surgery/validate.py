@@ -1,0 +1,147 @@
+"""Is a rewritten body exactly the original with some results stubbed?
+
+``validate_rewrite(original_doc, new_doc)`` returns the problems found (an
+empty list means the rewrite may be sent). The only difference allowed is
+the content of a tool result (Anthropic ``tool_result`` blocks, Chat
+``role: "tool"`` messages, Responses ``function_call_output`` items), and
+only into a scalpel stub of the same shape (string for string, one text
+block for a list) that keeps any cache marker the content had. Everything
+else (top-level keys and their order, roles, ids, block counts and order,
+thinking blocks, tool inputs, cache breakpoints) must be unchanged.
+
+What the client itself sent is not judged: an empty tool result, an unknown
+block type or a fifth breakpoint in the original are passed on as they are
+and never a reason to refuse (scalpel 0.1.0 refused any empty result and so
+switched pruning off for a whole session after one silent command).
+
+Untouched messages are the very same objects in both documents (the views
+rewrite copy-on-write), so validating a 2.9 MB body costs little.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.wire.jsoncodec import dumps
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal including key order (what the bytes on the wire would show)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (dict, list)):
+        try:
+            return dumps(a) == dumps(b)
+        except TypeError:
+            return a == b
+    return a == b
+
+
+def _markers(obj: Any) -> list[Any]:
+    """Every cache_control value below ``obj``, in document order."""
+    out: list[Any] = []
+    if isinstance(obj, dict):
+        if "cache_control" in obj:
+            out.append(obj["cache_control"])
+        for k, v in obj.items():
+            if k != "cache_control" and isinstance(v, (dict, list)):
+                out.extend(_markers(v))
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, (dict, list)):
+                out.extend(_markers(v))
+    return out
+
+
+def _check_stub(path: str, old: Any, new: Any, text_types: tuple[str, ...]) -> list[str]:
+    if not is_stub(new):
+        return [f"{path}: changed content is not a scalpel stub"]
+    if isinstance(old, list):
+        if not (isinstance(new, list) and len(new) == 1 and isinstance(new[0], dict) and new[0].get("type") in text_types):
+            return [f"{path}: list content must become a list of one text block"]
+        extra = set(new[0]) - {"type", "text", "cache_control"}
+        if extra:
+            return [f"{path}: stub block has unexpected keys {sorted(extra)}"]
+    elif not isinstance(new, str):
+        return [f"{path}: string content must stay a string"]
+    if _markers(old) != _markers(new):
+        return [f"{path}: cache markers inside the result changed"]
+    return []
+
+
+def _diff_fields(path: str, old: dict, new: dict, allowed: str) -> list[str]:
+    """Same keys in the same order; every value but ``allowed`` unchanged."""
+    if list(old) != list(new):
+        return [f"{path}: keys changed ({list(old)} -> {list(new)})"]
+    return [f"{path}.{k}: changed" for k in old if k != allowed and not _same(old[k], new[k])]
+
+
+def _validate_anthropic_message(path: str, old: dict, new: dict) -> list[str]:
+    problems = _diff_fields(path, old, new, "content")
+    if problems:
+        return problems
+    oc, nc = old.get("content"), new.get("content")
+    if _same(oc, nc):
+        return []
+    if not (isinstance(oc, list) and isinstance(nc, list)):
+        return [f"{path}.content: changed"]
+    if len(oc) != len(nc):
+        return [f"{path}.content: block count changed ({len(oc)} -> {len(nc)})"]
+    for j, (ob, nb) in enumerate(zip(oc, nc)):
+        if _same(ob, nb):
+            continue
+        bpath = f"{path}.content[{j}]"
+        if not (isinstance(ob, dict) and isinstance(nb, dict)) or ob.get("type") != "tool_result":
+            kind = ob.get("type") if isinstance(ob, dict) else type(ob).__name__
+            problems.append(f"{bpath}: {kind} block changed")
+            continue
+        problems += _diff_fields(bpath, ob, nb, "content")
+        if not _same(ob.get("content"), nb.get("content")):
+            problems += _check_stub(bpath + ".content", ob.get("content"), nb.get("content"), ("text",))
+    return problems
+
+
+def _validate_item(path: str, old: Any, new: Any, responses: bool) -> list[str]:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [f"{path}: changed"]
+    if responses:
+        if old.get("type") != "function_call_output":
+            return [f"{path}: {old.get('type') or old.get('role')} item changed"]
+        problems = _diff_fields(path, old, new, "output")
+        return problems or _check_stub(path + ".output", old.get("output"), new.get("output"), ("input_text", "output_text", "text"))
+    if old.get("role") == "tool":
+        problems = _diff_fields(path, old, new, "content")
+        return problems or _check_stub(path + ".content", old.get("content"), new.get("content"), ("text",))
+    return _validate_anthropic_message(path, old, new)
+
+
+def validate_rewrite(original_doc: Any, new_doc: Any) -> list[str]:
+    """Problems that make ``new_doc`` unsafe to send in place of ``original_doc`` (empty: OK)."""
+    if not (isinstance(original_doc, dict) and isinstance(new_doc, dict)):
+        return ["documents are not JSON objects"]
+    if list(original_doc) != list(new_doc):
+        return [f"top-level keys changed ({list(original_doc)} -> {list(new_doc)})"]
+    responses = "messages" not in original_doc and isinstance(original_doc.get("input"), list)
+    units_key = "input" if responses else "messages"
+    problems: list[str] = []
+    for k in original_doc:
+        if k != units_key and not _same(original_doc[k], new_doc[k]):
+            problems.append(f"{k}: changed")
+    old_units, new_units = original_doc.get(units_key), new_doc.get(units_key)
+    if old_units is new_units:
+        return problems
+    if not (isinstance(old_units, list) and isinstance(new_units, list)):
+        return problems + [f"{units_key}: changed"]
+    if len(old_units) != len(new_units):
+        return problems + [f"{units_key}: count changed ({len(old_units)} -> {len(new_units)})"]
+    for i, (o, n) in enumerate(zip(old_units, new_units)):
+        if o is n or _same(o, n):
+            continue
+        problems += _validate_item(f"{units_key}[{i}]", o, n, responses)
+    # Every part outside the stubbed contents was compared above, and each stub
+    # keeps the markers its content had: breakpoints stay in the same places
+    # and their number (<= 4 or not, as the client sent it) is unchanged.
+    return problems

@@ -1,0 +1,241 @@
+"""``run_tray()``: the tray on the main thread, the proxy in its worker thread.
+
+Who owns the proxy:
+
+- a proxy already answers (the login service of autopilot, or ``scalpel
+  start``): the tray *attaches* and acts through the control API;
+- else the tray starts its own ``Runtime`` (which serves from its own thread).
+
+Quit (SPEC section 8: never leave Claude Code pointing at a dead port):
+with autopilot on, the proxy belongs to the login service, so Quit closes
+the tray and the service keeps serving. A proxy the tray owns is stopped,
+and then ``autopilot.release_if_unserved()`` restores Claude Code's settings
+if they still point at scalpel with no service to serve them.
+
+No tray backend (no display, no PyGObject and no X): say so and run the
+proxy headless in the foreground, like ``scalpel start``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from scalpel_desktop.tray.dispatcher import Dispatcher
+from scalpel_desktop.tray.menu import build_pystray_menu
+
+log = logging.getLogger("scalpel.tray")
+REFRESH_S = 2.0
+
+
+class TrayLink:
+    """The tray's way to the proxy: its own Runtime, or the control API of another."""
+
+    def __init__(self, runtime_factory=None):
+        self.runtime = None
+        self._runtime_factory = runtime_factory or _default_runtime
+
+    # -- ownership ------------------------------------------------------------
+    def _client(self):
+        from scalpel_desktop.control_client import ControlClient
+
+        return ControlClient.discover(timeout=3.0)
+
+    def attach_or_start(self) -> str:
+        """'attached' to a running proxy, or 'owned' after starting one."""
+        from scalpel_desktop.control_client import ControlError
+
+        try:
+            self._client().health()
+            return "attached"
+        except ControlError:
+            pass
+        self.start_own()
+        return "owned"
+
+    def start_own(self) -> None:
+        rt = self._runtime_factory()
+        rt.start()
+        self.runtime = rt
+
+    def stop_own(self) -> None:
+        rt, self.runtime = self.runtime, None
+        if rt is not None:
+            rt.stop(timeout=5.0)
+
+    @property
+    def owns_proxy(self) -> bool:
+        return self.runtime is not None and self.runtime.running
+
+    # -- ProxyLink -------------------------------------------------------------
+    def status(self) -> dict | None:
+        from scalpel_desktop.control_client import ControlError
+
+        if self.owns_proxy:
+            snap = dict(self.runtime.status())
+        else:
+            try:
+                snap = self._client().status()
+            except ControlError:
+                return None
+            snap.setdefault("running", True)
+        if "saved_tokens_today" not in snap:
+            from scalpel_desktop.service.ledger_read import savings_since, start_of_today
+
+            tokens, usd, _ = savings_since(start_of_today())
+            snap["saved_tokens_today"], snap["saved_usd_today"] = tokens, usd
+        return snap
+
+    def set_settings(self, values: dict[str, Any]) -> Any:
+        if self.owns_proxy:
+            return self.runtime.set_settings(values)
+        return self._client().set_settings(values)
+
+    def autopilot_enabled(self) -> bool:
+        from scalpel_desktop.service import autopilot
+
+        return autopilot.is_on()
+
+    def autopilot_on(self) -> None:
+        """Hand the port over to the login service: stop our proxy, turn autopilot on."""
+        from scalpel_desktop.service import autopilot
+
+        owned = self.owns_proxy
+        if owned:
+            self.stop_own()
+        try:
+            autopilot.on()
+        except Exception:
+            if owned:
+                self.start_own()  # back as we were
+            raise
+
+    def autopilot_off(self) -> None:
+        """Settings restored and service removed; the tray then runs its own proxy."""
+        from scalpel_desktop.service import autopilot
+
+        autopilot.off()
+        if not self.owns_proxy:
+            self.start_own()
+
+    def quit(self) -> None:
+        self.stop_own()
+        from scalpel_desktop.service import autopilot
+
+        try:
+            if autopilot.release_if_unserved():
+                log.warning("Claude Code's settings pointed at a proxy nobody serves; restored them")
+        except Exception:  # noqa: BLE001
+            log.exception("could not check Claude Code's settings on quit")
+
+
+def _default_runtime():
+    from scalpel_desktop.runtime import Runtime
+
+    return Runtime()
+
+
+class TrayApp:
+    """The pystray Icon, the dispatcher and a refresher thread, wired together."""
+
+    def __init__(self, pystray: Any, link: TrayLink, dispatcher: Dispatcher | None = None):
+        from scalpel_desktop.tray.icons import icon_image
+
+        self.pystray = pystray
+        self.link = link
+        self._icon_image = icon_image
+        self._stop = threading.Event()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-tray-cmd")
+        self.dispatcher = dispatcher or Dispatcher(link, on_quit=self._quit, on_change=self._apply)
+        self.dispatcher.refresh()
+        state = self.dispatcher.state
+        menu = build_pystray_menu(pystray, lambda: self.dispatcher.state, self.emit)
+        self.icon = pystray.Icon("scalpel-desktop", icon_image(state.icon), state.tooltip(), menu)
+        self._shown = state.icon
+
+    def emit(self, command: str) -> None:
+        """Menu callbacks arrive on the GUI thread: run the command on the worker."""
+        self._worker.submit(self.dispatcher.dispatch, command)
+
+    def _apply(self) -> None:
+        s = self.dispatcher.state
+        if s.icon != self._shown:
+            self.icon.icon = self._icon_image(s.icon)
+            self._shown = s.icon
+        self.icon.title = s.tooltip()
+        self.icon.update_menu()
+
+    def _refresher(self) -> None:
+        while not self._stop.wait(REFRESH_S):
+            try:
+                self.dispatcher.refresh()
+                self._apply()
+            except Exception:  # noqa: BLE001
+                log.exception("tray refresh failed")
+
+    def _quit(self) -> None:
+        self._stop.set()
+        try:
+            self.link.quit()
+        finally:
+            self.icon.stop()
+
+    def run(self) -> None:
+        def setup(icon):
+            icon.visible = True
+            threading.Thread(target=self._refresher, name="scalpel-tray-refresh", daemon=True).start()
+
+        try:
+            self.icon.run(setup=setup)
+        except Exception as e:  # noqa: BLE001 - GLib.Error on exit without a notification daemon
+            if not self._stop.is_set():
+                raise
+            log.debug("tray exit: %s", e)
+        finally:
+            self._stop.set()
+            self._worker.shutdown(wait=True, cancel_futures=False)
+
+
+def _headless(message: str) -> int:
+    print(f"scalpel: {message}; running headless (the proxy in the foreground).", file=sys.stderr)
+    from scalpel_desktop.cli import build_parser
+    from scalpel_desktop.control_client import ControlClient, ControlError
+
+    try:
+        client = ControlClient.discover(timeout=2.0)
+        client.health()
+        print(f"scalpel: a proxy already runs on 127.0.0.1:{client.port}; nothing to do.", file=sys.stderr)
+        return 0
+    except ControlError:
+        pass
+    args = build_parser().parse_args(["start"])
+    return int(args.func(args) or 0)
+
+
+def run_tray() -> int:
+    from scalpel_desktop.tray import backend
+
+    choice = backend.choose()
+    if choice.pystray is None:
+        return _headless(choice.warning or "no tray backend available")
+    if choice.warning:
+        print(f"scalpel: warning: {choice.warning}", file=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="scalpel: %(levelname)s: %(message)s")
+    link = TrayLink()
+    try:
+        mode = link.attach_or_start()
+    except Exception as e:  # noqa: BLE001 - AlreadyRunning, PortInUse, ...
+        from scalpel_desktop.cli import CliError
+
+        raise CliError(f"cannot start the proxy for the tray: {e}") from None
+    log.info("tray (%s backend), proxy %s", choice.name, mode)
+    app = TrayApp(choice.pystray, link)
+    try:
+        app.run()
+    finally:
+        if link.owns_proxy:
+            link.quit()
+    return 0

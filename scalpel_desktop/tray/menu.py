@@ -1,0 +1,131 @@
+"""The tray menu as a model: what it shows comes from a ``TrayState``, what it
+does is a command *name* handed to ``emit`` (the dispatcher maps names to
+actions). Building a pystray menu from the model is the only pystray code here.
+
+Commands::
+
+    toggle_pause        Pause / Resume (the default click action)
+    toggle_autopilot    On (checkbox: autopilot at login)
+    tier:1  tier:2      radio
+    policy:cold  policy:payback  policy:off   radio
+    toggle_tool_filter  checkbox
+    open_dashboard  open_data_folder  quit
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+COMMANDS = (
+    "toggle_pause", "toggle_autopilot", "tier:1", "tier:2", "policy:cold", "policy:payback", "policy:off",
+    "toggle_tool_filter", "open_dashboard", "open_data_folder", "quit",
+)
+
+
+@dataclass
+class TrayState:
+    """What the menu and icon show; refreshed from the proxy's status."""
+
+    icon: str = "off"  # active | paused | off | error
+    running: bool = False
+    paused: bool = False
+    autopilot: bool = False
+    tier: int = 2
+    policy: str = "cold"
+    tool_filter: bool = False
+    port: int | None = None
+    saved_tokens_today: int = 0
+    saved_usd_today: float = 0.0
+    requests_today: int = 0
+    message: str = ""  # last error from the dispatcher, shown in the status line
+
+    def status_line(self) -> str:
+        if self.message:
+            return self.message[:90]
+        if not self.running:
+            return "scalpel: proxy off" if self.icon != "error" else "scalpel: proxy not answering"
+        what = "paused (pass-through)" if self.paused else "active"
+        return f"scalpel {what} on :{self.port} - saved {_tokens(self.saved_tokens_today)} tokens today"
+
+    def tooltip(self) -> str:
+        if not self.running:
+            return "scalpel-desktop: proxy off"
+        what = "paused" if self.paused else "active"
+        return (
+            f"scalpel-desktop ({what}): saved {_tokens(self.saved_tokens_today)} tokens "
+            f"(${self.saved_usd_today:.2f}) today, {self.requests_today} requests"
+        )
+
+
+def _tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1000:.0f}k"
+    return str(n)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One menu line: text, command, and how it shows its state."""
+
+    text: Callable[[TrayState], str] | str
+    command: str | None = None  # None: a disabled line
+    checked: Callable[[TrayState], bool] | None = None
+    radio: bool = False
+    default: bool = False
+    enabled: Callable[[TrayState], bool] | None = None
+    separator: bool = False
+
+
+def entries() -> list[Entry]:
+    running = lambda s: s.running  # noqa: E731
+    return [
+        Entry(lambda s: s.status_line()),
+        Entry("", separator=True),
+        Entry(lambda s: "Resume" if s.paused else "Pause", "toggle_pause", default=True, enabled=running),
+        Entry("On (autopilot at login)", "toggle_autopilot", checked=lambda s: s.autopilot),
+        Entry("", separator=True),
+        Entry("Tier 1 (safe cuts)", "tier:1", checked=lambda s: s.tier == 1, radio=True),
+        Entry("Tier 2 (also stale output)", "tier:2", checked=lambda s: s.tier == 2, radio=True),
+        Entry("", separator=True),
+        Entry("Policy: cold cache only", "policy:cold", checked=lambda s: s.policy == "cold", radio=True),
+        Entry("Policy: payback", "policy:payback", checked=lambda s: s.policy == "payback", radio=True),
+        Entry("Policy: off", "policy:off", checked=lambda s: s.policy == "off", radio=True),
+        Entry("", separator=True),
+        Entry("Tool filter", "toggle_tool_filter", checked=lambda s: s.tool_filter),
+        Entry("", separator=True),
+        Entry("Open dashboard", "open_dashboard"),
+        Entry("Open data folder", "open_data_folder"),
+        Entry("Quit", "quit"),
+    ]
+
+
+def build_pystray_menu(pystray: Any, state: Callable[[], TrayState], emit: Callable[[str], None]):
+    """A pystray Menu whose items read ``state()`` and call ``emit(command)``."""
+    items = []
+    for e in entries():
+        if e.separator:
+            items.append(pystray.Menu.SEPARATOR)
+            continue
+        text = e.text if isinstance(e.text, str) else (lambda item, f=e.text: f(state()))
+        if e.command is None:
+            items.append(pystray.MenuItem(text, None, enabled=False))
+            continue
+        kwargs: dict[str, Any] = {"default": e.default, "radio": e.radio}
+        if e.checked is not None:
+            kwargs["checked"] = lambda item, f=e.checked: bool(f(state()))
+        if e.enabled is not None:
+            kwargs["enabled"] = lambda item, f=e.enabled: bool(f(state()))
+        items.append(pystray.MenuItem(text, _action(emit, e.command), **kwargs))
+    return pystray.Menu(*items)
+
+
+def _action(emit: Callable[[str], None], command: str):
+    """pystray counts an action's parameters, so no default-argument lambdas here."""
+
+    def action(icon, item):
+        emit(command)
+
+    return action

@@ -1,0 +1,125 @@
+"""The conversation view of an OpenAI Chat Completions request.
+
+Tool calls are ``tool_calls`` entries of assistant messages (arguments are a
+JSON string); their results are ``role: "tool"`` messages carrying
+``tool_call_id`` and a string or a list of content parts. The format has no
+error flag (``is_error`` is None) and no cache markers: OpenAI caches exact
+prefixes automatically, so there are no breakpoints and the TTL is unknown
+(None; ``prompt_cache_retention`` stays in the body for the economist to read).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
+
+SYSTEM_ROLES = ("system", "developer")
+
+
+def parse_arguments(args: Any) -> Any:
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+def describe_parts(content: Any, text_types: tuple[str, ...], image_types: tuple[str, ...]) -> tuple[str, int, bool]:
+    if content is None:
+        return "", 0, True
+    if isinstance(content, str):
+        return content, 0, True
+    if not isinstance(content, list):
+        return "", 0, False
+    parts: list[str] = []
+    images = 0
+    understood = True
+    for p in content:
+        t = p.get("type") if isinstance(p, dict) else None
+        if t in text_types and isinstance(p.get("text"), str):
+            parts.append(p["text"])
+        elif t in image_types:
+            images += 1
+        else:
+            understood = False
+    return "\n".join(parts), images, understood
+
+
+def message_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+class ChatView(ConversationView):
+    endpoint = "chat"
+    text_block_type = "text"
+    units_key = "messages"
+
+    def _index(self, start: int = 0) -> None:
+        pending: list[ToolResult] = []
+        messages = self.doc["messages"]
+        for i in range(start, len(messages)):
+            m = messages[i]
+            role = m.get("role") if isinstance(m, dict) else None
+            self.units.append(Unit(i, role if isinstance(role, str) else "?", m))
+            if not isinstance(m, dict):
+                continue
+            if role == "assistant" and isinstance(m.get("tool_calls"), list):
+                for tc in m["tool_calls"]:
+                    if not isinstance(tc, dict) or not isinstance(tc.get("id"), str):
+                        continue
+                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    name = fn.get("name") if isinstance(fn.get("name"), str) else ""
+                    if tc["id"] not in self.tool_calls:
+                        self.tool_calls[tc["id"]] = ToolCall(tc["id"], name, parse_arguments(fn.get("arguments")), i)
+            elif role == "tool" and isinstance(m.get("tool_call_id"), str):
+                c = m.get("content")
+                text, images, understood = self._describe(c)
+                pending.append(ToolResult(m["tool_call_id"], i, None, None, c, text, len(text), None, images, understood))
+        for r in pending:
+            call = self.tool_calls.get(r.id)
+            if call is not None and call.unit_index < r.unit_index:
+                r.name = call.name
+            else:
+                r.understood = False
+            self._add_result(r)
+
+    def _describe(self, content: Any) -> tuple[str, int, bool]:
+        return describe_parts(content, ("text",), ("image_url",))
+
+    def _system_part(self) -> Any:
+        lead = []
+        for m in self.doc["messages"]:
+            if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES:
+                lead.append(m)
+            else:
+                break
+        return lead
+
+    def tools_hash(self) -> str:
+        from scalpel_desktop.wire.view import canonical_bytes, sha
+
+        return sha(canonical_bytes([self.doc.get("tools"), self.doc.get("functions")]))
+
+    def _settings_keys(self) -> tuple[str, ...]:
+        return ("tool_choice", "parallel_tool_calls", "reasoning_effort")
+
+    def ttl(self) -> str | None:
+        """None: OpenAI caches automatically and its retention is not stated per request."""
+        return None
+
+    def cwd(self) -> str | None:
+        texts: list[str] = []
+        for u in self.units[:6]:
+            if isinstance(u.raw, dict):
+                texts += message_texts(u.raw.get("content"))
+        return find_cwd(texts)
+
+    def _write_content(self, res: ToolResult, new_content: Any) -> None:
+        self._own_unit(res.unit_index)["content"] = new_content

@@ -1,0 +1,335 @@
+"""One conversation view over the three request formats.
+
+The surgery never walks raw request JSON itself: it asks a view. A view is
+built over the parsed body (``view_for(endpoint, doc)``) and exposes
+
+* ``units``: the history items in prefix order (Anthropic and Chat messages,
+  Responses input items), each with ``.index``, ``.role`` and ``.raw``;
+* ``tool_calls`` by id and ``tool_results`` in order (content, text, size,
+  error flag as sent: ``True``/``False``/``None`` when absent);
+* hashes of the regions that break the cache when they change
+  (``system_hash``, ``tools_hash``, ``settings_hash``) and per-unit hashes
+  (``unit_hashes``) for the economist, cache markers excluded;
+* the TTL the request asks for and its breakpoints;
+* ``replace_result_content`` (copy-on-write: the document the view was built
+  over is never modified, ``view.doc`` is the rewritten one, and untouched
+  messages stay the very same objects, which makes validation cheap);
+* ``serialize``: deterministic compact bytes (``wire.jsoncodec.dumps``), key
+  order and unknown fields preserved, so an untouched body round-trips byte
+  for byte and the same edit always yields the same bytes.
+
+Thinking blocks, tool inputs and anything the view does not understand are
+never modified: the only write operation is replacing one result's content.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from scalpel_desktop.wire.jsoncodec import dumps
+
+ENDPOINTS = ("messages", "chat", "responses")
+
+
+@dataclass
+class Unit:
+    """One item of history (a message, or a Responses input item)."""
+
+    index: int
+    role: str  # user | assistant | system | tool | developer | function_call | ... (Responses item type)
+    raw: Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: Any  # parsed arguments (dict when they parse, else the raw value)
+    unit_index: int
+
+
+@dataclass(eq=False)
+class ToolResult:
+    id: str
+    unit_index: int
+    block_index: int | None  # position in the message's content list (Anthropic); None elsewhere
+    name: str | None  # the tool's name from its call; None when no call carries the id
+    content: Any  # the content exactly as sent (str or list)
+    text: str  # the textual part of the content, for size and comparisons
+    chars: int  # len(text)
+    is_error: bool | None  # None when the flag is absent (or the format has none)
+    images: int = 0  # image / file blocks in the content
+    understood: bool = True  # False when the content holds block types we do not know
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    region: str  # tools | system | messages | auto (top-level cache_control)
+    index: int | None  # tool / system block / unit index
+    block_index: int | None  # content block within the unit, when any
+    ttl: str  # "5m" | "1h"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def strip_cache_control(obj: Any) -> Any:
+    """A copy without any ``cache_control`` key on dicts (markers are not content)."""
+    if isinstance(obj, dict):
+        return {k: strip_cache_control(v) for k, v in obj.items() if k != "cache_control"}
+    if isinstance(obj, list):
+        return [strip_cache_control(v) for v in obj]
+    return obj
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Compact bytes of ``obj`` with cache markers removed; fast when it has none."""
+    data = dumps(obj)
+    if b'"cache_control"' in data:
+        data = dumps(strip_cache_control(obj))
+    return data
+
+
+def ttl_of(cache_control: Any) -> str:
+    if isinstance(cache_control, dict) and cache_control.get("ttl") == "1h":
+        return "1h"
+    return "5m"
+
+
+_CWD = re.compile(r"^\s*-?\s*(?:Primary working directory|Working directory):\s*(\S[^\n]*?)\s*$", re.M)
+
+
+def find_cwd(texts: Iterable[str]) -> str | None:
+    for t in texts:
+        if isinstance(t, str) and "orking directory:" in t:
+            m = _CWD.search(t)
+            if m:
+                return m.group(1)
+    return None
+
+
+def unit_digest(obj: Any, canonical: Any = None) -> bytes:
+    """16-byte digest of one unit's canonical bytes (cache markers excluded).
+
+    Computed per view and memoised there; no cross-request cache keyed by
+    object identity, because a caller that mutates a message in place would
+    then be handed a stale digest.
+    """
+    return hashlib.sha256(canonical_bytes(obj if canonical is None else canonical)).digest()[:16]
+
+
+class ConversationView:
+    """Base class; see the module docstring. Subclasses fill the indexes in ``_index``.
+
+    Units, tool calls and tool results are never mutated once indexed (an edit
+    replaces the objects), so a view of the next request can share them for
+    the messages both requests hold as the very same objects (``previous``).
+    """
+
+    endpoint = ""
+    text_block_type = "text"  # the block type a stub uses when the content is a list
+    units_key = "messages"
+
+    def __init__(self, doc: dict, previous: "ConversationView | None" = None):
+        self.original_doc = doc
+        self.doc = doc
+        self.units: list[Unit] = []
+        self.tool_calls: dict[str, ToolCall] = {}
+        self.tool_results: list[ToolResult] = []
+        self._result_pos: dict[str, int] = {}
+        self._orig_hashes: list[bytes] | None = None
+        self._orig_sizes: list[int] | None = None
+        self._hash_overrides: dict[int, bytes] = {}
+        self._units_copied = False
+        self._copied_units: set[int] = set()
+        self.replaced: dict[str, Any] = {}  # tool_use_id -> new content
+        self.reused_units = 0
+        start = self._reuse(previous) if previous is not None and type(previous) is type(self) else 0
+        self._index(start)
+        self._orig_units = list(self.units)
+        self._orig_results = list(self.tool_results)
+
+    # -- building -----------------------------------------------------------
+    def _reuse(self, prev: "ConversationView") -> int:
+        """Share prev's analysis of the leading units that are the same objects; return how many."""
+        old = prev.original_doc.get(self.units_key)
+        new = self.doc.get(self.units_key)
+        if not isinstance(old, list) or not isinstance(new, list):
+            return 0
+        k = 0
+        n = min(len(old), len(new))
+        while k < n and old[k] is new[k]:
+            k += 1
+        if k == 0:
+            return 0
+        self.units = prev._orig_units[:k]
+        self.tool_calls = {i: c for i, c in prev.tool_calls.items() if c.unit_index < k}
+        for r in prev._orig_results:
+            if r.unit_index >= k:
+                break
+            if r.id not in self._result_pos:
+                self._result_pos[r.id] = len(self.tool_results)
+            self.tool_results.append(r)
+        if prev._orig_hashes is not None and prev._orig_sizes is not None:
+            self._orig_hashes = prev._orig_hashes[:k]
+            self._orig_sizes = prev._orig_sizes[:k]
+        self.reused_units = k
+        return k
+
+    def _index(self, start: int = 0) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _add_result(self, result: ToolResult) -> None:
+        # ids are unique; should one repeat, the first stays addressable and the
+        # later one is marked not understood (never cut).
+        if result.id in self._result_pos:
+            result.understood = False
+        else:
+            self._result_pos[result.id] = len(self.tool_results)
+        self.tool_results.append(result)
+
+    # -- reading ------------------------------------------------------------
+    def result(self, tool_use_id: str) -> ToolResult | None:
+        pos = self._result_pos.get(tool_use_id)
+        return None if pos is None else self.tool_results[pos]
+
+    def unit_hashes(self) -> list[bytes]:
+        """Per-unit 16-byte digests of the current document, in prefix order, cache markers excluded."""
+        hashes = self._orig_hashes
+        if hashes is None or len(hashes) < len(self._orig_units):
+            self._measure()
+            hashes = self._orig_hashes
+            assert hashes is not None
+        if not self._hash_overrides:
+            return list(hashes)
+        out = list(hashes)
+        for i, h in self._hash_overrides.items():
+            out[i] = h
+        return out
+
+    def unit_sizes(self) -> list[int]:
+        """Compact JSON bytes of each original unit (cache markers excluded), from the same pass as the hashes."""
+        if self._orig_sizes is None or len(self._orig_sizes) < len(self._orig_units):
+            self._measure()
+        assert self._orig_sizes is not None
+        return list(self._orig_sizes)
+
+    def _measure(self) -> None:
+        hashes = list(self._orig_hashes or [])
+        sizes = list(self._orig_sizes or [])
+        n = min(len(hashes), len(sizes))
+        del hashes[n:], sizes[n:]
+        for u in self._orig_units[n:]:
+            canonical = self._canonical_unit(u.raw)
+            data = canonical_bytes(u.raw if canonical is None else canonical)
+            hashes.append(hashlib.sha256(data).digest()[:16])
+            sizes.append(len(data))
+        self._orig_hashes, self._orig_sizes = hashes, sizes
+
+    def _canonical_unit(self, raw: Any) -> Any:
+        return None
+
+    def system_hash(self) -> str:
+        return sha(canonical_bytes(self._system_part()))
+
+    def tools_hash(self) -> str:
+        return sha(canonical_bytes(self.doc.get("tools")))
+
+    def settings_hash(self) -> str:
+        return sha(canonical_bytes({k: self.doc.get(k) for k in self._settings_keys()}))
+
+    def _system_part(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _settings_keys(self) -> tuple[str, ...]:
+        return ("tool_choice",)
+
+    def breakpoints(self) -> list[Breakpoint]:
+        return []
+
+    def ttl(self) -> str | None:
+        """The longest TTL any breakpoint asks for ("1h" beats "5m"); None without breakpoints."""
+        bps = self.breakpoints()
+        if not bps:
+            return None
+        return "1h" if any(b.ttl == "1h" for b in bps) else "5m"
+
+    def cwd(self) -> str | None:
+        return None
+
+    # -- writing ------------------------------------------------------------
+    def replace_result_content(self, tool_use_id: str, new_content: Any) -> None:
+        """Replace one result's content (copy-on-write). KeyError for an unknown id."""
+        pos = self._result_pos.get(tool_use_id)
+        if pos is None:
+            raise KeyError(tool_use_id)
+        res = self.tool_results[pos]
+        self._write_content(res, new_content)
+        text, images, understood = self._describe(new_content)
+        self.tool_results[pos] = dataclasses.replace(
+            res, content=new_content, text=text, chars=len(text), images=images, understood=understood
+        )
+        self.replaced[tool_use_id] = new_content
+        u = self.units[res.unit_index]
+        self._hash_overrides[res.unit_index] = unit_digest(u.raw, self._canonical_unit(u.raw))
+
+    def _own_unit(self, unit_index: int) -> dict:
+        """Make the unit at ``unit_index`` (and the containers above it) private copies."""
+        if not self._units_copied:
+            self.doc = dict(self.doc)
+            self.doc[self.units_key] = list(self.doc[self.units_key])
+            self._units_copied = True
+        items = self.doc[self.units_key]
+        if unit_index not in self._copied_units:
+            items[unit_index] = dict(items[unit_index])
+            self._copied_units.add(unit_index)
+            old = self.units[unit_index]
+            self.units[unit_index] = Unit(old.index, old.role, items[unit_index])
+        return items[unit_index]
+
+    def _write_content(self, res: ToolResult, new_content: Any) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _describe(self, content: Any) -> tuple[str, int, bool]:  # pragma: no cover
+        raise NotImplementedError
+
+    def serialize(self) -> bytes:
+        return dumps(self.doc)
+
+
+def view_for(endpoint: str, doc: Any, previous: ConversationView | None = None) -> ConversationView | None:
+    """The view for ``endpoint`` ('messages' | 'chat' | 'responses'), or None when the body is not one.
+
+    ``previous``: the view of the conversation's previous request; its analysis
+    of the leading messages that are the very same objects in ``doc`` (see
+    ``wire.incremental.parse_body``) is shared instead of recomputed.
+    """
+    if not isinstance(doc, dict):
+        return None
+    try:
+        if endpoint == "messages":
+            from scalpel_desktop.wire.anthropic_view import AnthropicView
+
+            if not isinstance(doc.get("messages"), list):
+                return None
+            return AnthropicView(doc, previous)
+        if endpoint == "chat":
+            from scalpel_desktop.wire.openai_chat_view import ChatView
+
+            if not isinstance(doc.get("messages"), list):
+                return None
+            return ChatView(doc, previous)
+        if endpoint == "responses":
+            from scalpel_desktop.wire.openai_responses_view import ResponsesView
+
+            if not isinstance(doc.get("input"), list):
+                return None
+            return ResponsesView(doc, previous)
+    except (TypeError, AttributeError, KeyError, ValueError):
+        return None  # a shape we do not understand: no view, the request passes untouched
+    return None

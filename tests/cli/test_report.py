@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.cli import main
+from scalpel_desktop.paths import dirs
+from scalpel_desktop.store import db
+
+M = 1_000_000
+
+
+def seed_default_ledger() -> list[tuple]:
+    now = time.time()
+    rows = [  # ts, session, model, input, w5, w1, read, out, decision, removed, realized_t, realized_usd
+        (now - 3600, "s1", "claude-sonnet-4-5-20250929", 10, 4000, 0, 0, 300, "unchanged", 0, None, None),
+        (now - 1800, "s1", "claude-sonnet-4-5-20250929", 20, 500, 0, 4000, 200, "cut", 900, 900, 0.00027),
+        (now - 9 * 86400, "s2", "claude-opus-4-1-20250805", 5, 0, 3000, 10_000, 100, "unchanged", 0, None, None),
+        (now - 60, "s3", "claude-unknown-x", 1, 0, 0, 0, 1, "paused", 0, None, None),
+    ]
+    conn = db.connect()
+    conn.executemany(
+        "INSERT INTO requests (ts, session, model, input_tokens, cache_write_5m, cache_write_1h, cache_read, "
+        "output_tokens, decision, tokens_removed, realized_tokens, realized_usd, status) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,200)", rows)
+    conn.commit()
+    conn.close()
+    return rows
+
+
+def test_missing_ledger_says_so(capsys):
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "No ledger yet" in out and "scalpel start" in out
+    assert not dirs().database.exists()  # reading never creates it
+
+
+def test_missing_ledger_json(capsys):
+    assert main(["report", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"]["requests"] == 0 and "no ledger" in data["message"]
+
+
+def test_empty_ledger_says_so(capsys):
+    db.connect().close()
+    assert main(["report", "--since", "7d"]) == 0
+    assert "The ledger is empty since" in capsys.readouterr().out
+
+
+def test_json_report_figures(capsys):
+    rows = seed_default_ledger()
+    assert main(["report", "--json", "--by", "model"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    prices = PriceTable.load()
+    t = data["total"]
+    assert t["requests"] == len(rows)
+    assert t["tokens"]["cache_read"] == sum(r[6] for r in rows)
+    cost = sum(r[3] * prices.rates(r[2]).input + r[4] * prices.rates(r[2]).write_5m + r[5] * prices.rates(r[2]).write_1h
+               + r[6] * prices.rates(r[2]).cache_read + r[7] * prices.rates(r[2]).output for r in rows)
+    assert t["cost_usd"] == pytest.approx(cost)
+    assert t["realized"] == {"tokens": 900, "usd": pytest.approx(0.00027)}
+    assert {g["key"] for g in data["groups"]} == {r[2] for r in rows}
+    assert data["prices"]["as_of"] == prices.as_of
+    assert data["assumed_prices"] == {"claude-unknown-x": "claude-sonnet-4 (assumed)"}
+
+
+def test_since_and_by_day_table(capsys):
+    seed_default_ledger()
+    assert main(["report", "--since", "7d", "--by", "day"]) == 0
+    out = capsys.readouterr().out
+    assert "3 requests since" in out
+    assert "prices as of" in out and "realized" in out and "projected" in out
+    assert "assumed:" in out and "claude-unknown-x" in out
+    assert "total" in out
+
+
+def test_by_session_json_groups(capsys):
+    seed_default_ledger()
+    assert main(["report", "--by", "session", "--json"]) == 0
+    groups = {g["key"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
+    assert groups["s1"]["requests"] == 2
+    assert groups["s1"]["cache_share"] == pytest.approx(4000 / (10 + 4000 + 20 + 500 + 4000))
+
+
+def test_bad_since_is_a_clear_error(capsys):
+    seed_default_ledger()
+    assert main(["report", "--since", "yesterday-ish"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("scalpel: --since 'yesterday-ish'") and "7d" in err
+
+
+def test_corrupt_ledger_is_a_clear_error(capsys, tmp_path):
+    bad = tmp_path / "bad.sqlite3"
+    bad.write_bytes(b"junk" * 1000)
+    assert main(["report", "--db", str(bad)]) == 1
+    assert "cannot read the ledger" in capsys.readouterr().err
+
+
+def test_help_runs_as_a_real_command():
+    out = subprocess.run([sys.executable, "-m", "scalpel_desktop", "report", "--help"], capture_output=True, text=True,
+                         env=os.environ, timeout=60)
+    assert out.returncode == 0
+    assert "--since" in out.stdout and "--by" in out.stdout and "--json" in out.stdout

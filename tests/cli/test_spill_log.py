@@ -1,0 +1,106 @@
+"""``scalpel spill`` and ``scalpel log`` against a real surgery (spill files + log in the ledger)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scalpel_desktop.cli import main
+from scalpel_desktop.store import db
+from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.surgery.doom import find_doom_spans
+from scalpel_desktop.surgery.surgeon import Surgeon
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.wire.view import view_for
+from tests.support import REPO
+
+CWD = "/home/user/proj"
+
+
+@pytest.fixture
+def cuts():
+    b = SessionBuilder(cwd=CWD)
+    b.call("Read", {"file_path": f"{CWD}/a.py"}, file_text("a.py", 60) + "ünïcode ✓\n")
+    b.call("Bash", {"command": "ls"}, [{"type": "text", "text": file_text("ls", 50)}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}], False)
+    b.call("Edit", {"file_path": f"{CWD}/a.py"}, "ok")
+    b.call("Bash", {"command": "ls"}, [{"type": "text", "text": file_text("ls", 50)}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}], False)
+    for i in range(3):
+        b.call("Glob", {"pattern": f"*{i}"}, "x")
+    v = view_for("messages", b.body())
+    conn = db.connect()
+    s = Surgeon(SpillStore(), CutLog(conn))
+    done = s.cut(v, find_doom_spans(v, None, 2), "sess-1234", "")
+    s.commit()
+    conn.close()
+    assert len(done) == 2
+    return done
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_spill_ls_show_gc(cuts, capsys):
+    code, out, _ = run(capsys, "spill", "ls", "--json")
+    assert code == 0
+    listed = json.loads(out)
+    assert {e["sha256"] for e in listed} == {c.original_sha256 for c in cuts}
+    code, out, _ = run(capsys, "spill", "ls")
+    assert code == 0 and "2 files" in out
+    read_cut = next(c for c in cuts if c.kind == "superseded_read")
+    code, out, _ = run(capsys, "spill", "show", read_cut.original_sha256[:10])
+    assert code == 0 and out == file_text("a.py", 60) + "ünïcode ✓\n"
+    other = next(c for c in cuts if c is not read_cut)
+    code, out, _ = run(capsys, "spill", "show", other.original_sha256)
+    assert code == 0 and "[image image/png]" in out and "line 1 of ls" in out
+    code, out, _ = run(capsys, "spill", "show", "--raw", other.original_sha256)
+    assert out.encode() == SpillStore().get(other.original_sha256)
+    code, _, err = run(capsys, "spill", "show", "ffff0000")
+    assert code == 1 and err.startswith("scalpel: ")
+    code, out, _ = run(capsys, "spill", "gc", "--json")
+    assert code == 0 and json.loads(out)["removed"] == 0
+    old = time.time() - 40 * 86400
+    os.utime(SpillStore().path(read_cut.original_sha256), (old, old))
+    code, out, _ = run(capsys, "spill", "gc", "--older-than", "30")
+    assert code == 0 and out.startswith("Removed 1 spill files")
+    code, out, _ = run(capsys, "log", "--json")
+    rows = {r["tool_use_id"]: r for r in json.loads(out)}
+    assert rows[read_cut.tool_use_id]["spill_exists"] is False and rows[other.tool_use_id]["spill_exists"] is True
+
+
+def test_log(cuts, capsys):
+    code, out, _ = run(capsys, "log")
+    assert code == 0 and "superseded_read" in out and "duplicate" in out and "2 cuts" in out
+    code, out, _ = run(capsys, "log", "sess-1234", "--json", "--limit", "1")
+    rows = json.loads(out)
+    assert len(rows) == 1 and rows[0]["session"] == "sess-1234"
+    assert rows[0]["spill_path"].endswith(rows[0]["original_sha256"])
+    code, out, _ = run(capsys, "log", "sess")  # a unique prefix
+    assert "2 cuts" in out
+    code, out, _ = run(capsys, "log", "other")
+    assert code == 0 and "No cuts recorded for session other" in out
+
+
+def test_empty_state_and_help(capsys):
+    assert run(capsys, "log")[1].startswith("No cuts recorded yet")
+    assert run(capsys, "spill", "ls")[1].startswith("No spill files")
+    for argv in (["spill", "--help"], ["spill", "gc", "--help"], ["log", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 0
+        assert "usage:" in capsys.readouterr().out
+
+
+def test_real_command_line(cuts):
+    out = subprocess.run([sys.executable, "-m", "scalpel_desktop", "log", "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    assert {r["tool_use_id"] for r in json.loads(out.stdout)} == {c.tool_use_id for c in cuts}

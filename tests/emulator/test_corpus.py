@@ -1,0 +1,76 @@
+"""Everything real Claude Code sent passes the emulator's validation, and the
+stateless turn choice agrees with the capture emulator's own labels."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scalpel_desktop.accounting.cache_model import PromptCache, request_blocks
+from scalpel_desktop.emulator.script import MARKER, conversation_shape, is_side_request
+from scalpel_desktop.emulator.testing import running_emulator
+from scalpel_desktop.emulator.validate import validate_messages_body
+from scalpel_desktop.wire.jsoncodec import dumps
+from tests.emulator.helpers import post
+from tests.support import corpus_dir
+
+pytestmark = pytest.mark.corpus
+
+FILES = [("claude-code-2.1.332", "requests.jsonl"), ("claude-code-2.0.77", "requests.jsonl"),
+         ("claude-code-2.0.77", "requests-interactive.jsonl")]
+
+
+def rows(version: str, name: str) -> list[dict]:
+    path = corpus_dir("wire", version) / name
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("version,name", FILES)
+def test_every_captured_body_validates_and_bills(version, name):
+    cache = PromptCache()
+    items = rows(version, name)
+    assert items
+    for i, row in enumerate(items):
+        body = row["body"]
+        validate_messages_body(body)
+        usage = cache.bill(body["model"], request_blocks(body), float(i))
+        assert usage.prompt_tokens == sum(b.tokens for b in request_blocks(body))
+
+
+def test_captured_bodies_get_200_from_the_server():
+    """Byte for byte, as Claude Code sent them, through the real HTTP path."""
+    items = rows("claude-code-2.1.332", "requests.jsonl") + rows("claude-code-2.0.77", "requests.jsonl")
+    with running_emulator() as emu:
+        for row in items:
+            headers = {k: v for k, v in row["headers"].items()
+                       if k not in ("host", "content-length", "connection", "accept-encoding")}
+            headers["x-api-key"] = "sk-test"
+            body = dumps(row["body"])
+            status, _, raw = post(emu.url + row["path"], body, headers)
+            assert status == 200, raw[:300]
+        assert [r.body for r in emu.received] == [dumps(row["body"]) for row in items]
+        assert all(r.query == "beta=true" for r in emu.received)
+        # Claude Code's own cache markers: every later turn of the 2.1.332 session reads the cache
+        later = [r for r, row in zip(emu.received, items)
+                 if row["headers"].get("user-agent", "").startswith("claude-cli/2.1.332")
+                 and row["reply"].startswith("main:main:") and row["reply"] != "main:main:0"]
+        assert len(later) >= 10
+        assert all(r.usage.cache_read > 0 for r in later)
+
+
+def test_turn_choice_matches_the_capture_labels():
+    for version in ("claude-code-2.1.332", "claude-code-2.0.77"):
+        for row in rows(version, "requests.jsonl"):
+            body, label = row["body"], row["reply"]
+            shape = conversation_shape(body)
+            if label == "side":
+                assert is_side_request(body, shape), (version, row["idx"])
+                continue
+            _, track, index = label.split(":")
+            assert shape.turns_since_anchor == int(index), (version, row["run"], row["idx"])
+            marker = MARKER.search(shape.anchor_text)
+            if track in ("plain", "resume"):
+                assert marker and marker.group(1) == track
+            elif not marker:
+                assert not is_side_request(body, shape), (version, row["idx"])

@@ -1,0 +1,207 @@
+"""The surgery stage: build it, feed it Claude Code shaped exchanges, assert."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.emulator.validate import validate_messages_body
+from scalpel_desktop.pipeline.chain import Chain
+from scalpel_desktop.pipeline.identify import Identify
+from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult
+from scalpel_desktop.pipeline.surgery_stage import SurgeryStage, build_surgery_stage
+from scalpel_desktop.store.db import connect
+from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.surgery.economist import Economist
+from scalpel_desktop.surgery.surgeon import content_sha
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.surgery.validate import validate_rewrite
+from scalpel_desktop.wire.jsoncodec import dumps, loads
+from scalpel_desktop.wire.view import view_for
+
+PRICES = PriceTable.builtin()
+MODEL = "claude-opus-4-5"
+
+
+class Harness:
+    def __init__(self, root: Path, **config):
+        self.root = root
+        self.config = {"policy": "cold", "tier": 2, **config}
+        self.conn = connect(root / "ledger.db")
+        self.spill = SpillStore(root / "spill")
+        self.restart()
+
+    def restart(self):
+        self.stage = SurgeryStage(self.config, self.spill, CutLog(self.conn), Economist(self.config, PRICES), PRICES)
+        self.chain = Chain([Identify(), self.stage])
+
+    def send(self, body: dict | bytes, at: float, usage: Usage | None = None, endpoint: str = "messages",
+             status: int = 200):
+        raw = body if isinstance(body, bytes) else dumps(body)
+        req = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", endpoint,
+                         {"anthropic-version": "2023-06-01", "content-type": "application/json"}, raw, at)
+        ex = self.chain.process(req)
+        self.chain.complete(ex, ResponseResult(status, usage or Usage(cache_read=1000), 100.0, 2000.0, at + 2))
+        return ex
+
+
+def session_with_superseded_read() -> tuple[SessionBuilder, str]:
+    s = SessionBuilder()
+    s.user("The project notes, for context: " + "note " * 4000)  # keeps the prompt cacheable after a cut
+    big = s.call("Read", {"file_path": "/home/user/proj/a.py"}, file_text("/home/user/proj/a.py", 400))
+    s.call("Edit", {"file_path": "/home/user/proj/a.py", "old_string": "x", "new_string": "y"}, "The file has been updated.")
+    for i in range(4):
+        s.call("Bash", {"command": f"echo {i}"}, f"out {i} " + "z" * 900)
+    return s, big
+
+
+@pytest.fixture
+def h(tmp_path):
+    return Harness(tmp_path)
+
+
+def test_warm_conversation_is_never_cut(h):
+    s, big = session_with_superseded_read()
+    ex1 = h.send(s.body(MODEL), at=1000)
+    assert ex1.decision.action == "unchanged" and "first-seen" in ex1.decision.reason
+    s.text("ok")
+    s.user("go on")
+    ex2 = h.send(s.body(MODEL), at=1030)
+    assert ex2.new_body is None and ex2.decision.action == "unchanged"
+    assert ex2.decision.figures["break_reason"] == "append"
+
+
+def test_cut_after_ttl_expiry_is_valid_recoverable_and_replayed(h):
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("back after lunch")
+    original = s.body(MODEL)
+    ex = h.send(original, at=1000 + 2 + 300 + 31)
+    assert ex.decision.action == "cut", ex.decision.reason
+    assert "ttl-expired" in ex.decision.reason
+    assert ex.decision.tokens_removed > 0 and ex.decision.figures["new_cuts"] == 1
+    sent = loads(ex.new_body)
+    assert validate_rewrite(original, sent) == []
+    validate_messages_body(sent)
+    v = view_for("messages", sent)
+    stub = v.result(big).content
+    assert is_stub(stub) and "superseded read" in stub
+    # RECOVERABLE: the spill file holds exactly the original content.
+    data, sha = content_sha(view_for("messages", original).result(big).content)
+    assert (h.root / "spill" / sha[:2] / sha).read_bytes() == data
+    assert oct(os.stat(h.root / "spill" / sha[:2] / sha).st_mode & 0o777) == "0o600"
+    # Replayed on the next request, byte for byte.
+    s.text("done")
+    s.user("thanks")
+    ex2 = h.send(s.body(MODEL), at=1000 + 400)
+    assert ex2.new_body is not None
+    assert view_for("messages", loads(ex2.new_body)).result(big).content == stub
+    assert ex2.decision.figures["replayed"] == 1 and ex2.decision.figures["new_cuts"] == 0
+    # ... and after a restart (new stage, new CutLog, same DB), whatever the key.
+    h.restart()
+    s.session_id = "another-session"
+    ex3 = h.send(s.body(MODEL), at=1000 + 420)
+    assert view_for("messages", loads(ex3.new_body)).result(big).content == stub
+
+
+def test_off_policy_replays_but_never_cuts(h):
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("later")
+    h.config["policy"] = "off"
+    ex = h.send(s.body(MODEL), at=10_000)
+    assert ex.new_body is None and ex.decision.reason == "policy off"
+
+
+def test_excluded_working_directory_passes_untouched(h):
+    h.config["exclude_dirs"] = ["/home/user"]
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("later")
+    ex = h.send(s.body(MODEL), at=10_000)
+    assert ex.new_body is None and ex.decision.reason == "working directory excluded"
+
+
+def test_body_that_does_not_round_trip_is_forwarded_as_sent(h):
+    import json
+
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("later \u00e9")
+    raw = json.dumps(s.body(MODEL)).encode()  # spaces and \\u escapes: not Claude Code's bytes
+    ex = h.send(raw, at=10_000)
+    assert ex.new_body is None and "round-trip" in ex.decision.reason
+
+
+def test_spill_failure_means_no_cut(h, tmp_path):
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the spill dir should be")
+    h.stage.surgeon.spill = SpillStore(blocker)
+    s.user("later")
+    ex = h.send(s.body(MODEL), at=10_000)
+    assert ex.new_body is None
+    assert CutLog(h.conn).count() == 0
+
+
+def test_count_tokens_and_unknown_bodies_pass(h):
+    s, _ = session_with_superseded_read()
+    assert h.send(s.body(MODEL), at=1, endpoint="count_tokens").new_body is None
+    assert h.send(b"not json", at=2).new_body is None
+    assert h.send(dumps({"model": MODEL}), at=3).new_body is None
+
+
+def _cut_then_price(h, usage_for):
+    s, big = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("later")
+    body = s.body(MODEL)
+    ex = h.stage_ex = h.chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, dumps(body), 10_000))
+    assert ex.decision.action == "cut"
+    saved = ex.decision.tokens_removed
+    h.chain.complete(ex, ResponseResult(200, usage_for(len(ex.new_body)), 1.0, 1.0, 10_002))
+    return saved, ex.notes["realized"]
+
+
+def test_realized_saving_priced_at_the_rate_of_its_position(h):
+    r = PRICES.rates(MODEL)
+    # Everything written (cold): the cut tokens would have been written at 5m.
+    saved, notes = _cut_then_price(h, lambda n: Usage(cache_write_5m=50_000, input_tokens=10))
+    assert notes == [{"kind": "surgery", "tokens": saved, "usd": pytest.approx(saved * r.write_5m)}]
+
+
+def test_realized_saving_in_the_read_part_is_priced_at_the_read_rate(tmp_path):
+    h = Harness(tmp_path)
+    r = PRICES.rates(MODEL)
+    saved, notes = _cut_then_price(h, lambda n: Usage(cache_read=50_000, input_tokens=10))
+    assert notes[0]["usd"] == pytest.approx(saved * r.cache_read)
+
+
+def test_realized_saving_after_the_last_breakpoint_is_priced_as_input(tmp_path):
+    h = Harness(tmp_path)
+    r = PRICES.rates(MODEL)
+    saved, notes = _cut_then_price(h, lambda n: Usage(input_tokens=50_000))
+    assert notes[0]["usd"] == pytest.approx(saved * r.input)
+
+
+def test_build_surgery_stage(tmp_path):
+    stage = build_surgery_stage({"policy": "cold"}, connect(tmp_path / "l.db"), tmp_path / "spill", PRICES)
+    assert stage.name == "surgery" and stage.mutates is True
+    assert stage.spill.dir == tmp_path / "spill"
+
+
+def test_paused_chain_skips_the_stage(tmp_path):
+    h = Harness(tmp_path)
+    s, _ = session_with_superseded_read()
+    h.send(s.body(MODEL), at=1000)
+    s.user("later")
+    chain = Chain([Identify(), h.stage], paused=lambda: True)
+    ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, dumps(s.body(MODEL)), 10_000))
+    assert ex.new_body is None and ex.decision.action == "paused"

@@ -1,0 +1,81 @@
+"""`scalpel doctor` finds what is wrong; `scalpel uninstall` restores every file it changed."""
+
+from __future__ import annotations
+
+import json
+
+from scalpel_desktop.cli import main
+from scalpel_desktop.service import autopilot, hooks
+from scalpel_desktop.service.settings_file import settings_path
+
+ORIGINAL = b'{\n\t"model": "haiku",\n\t"statusLine": {"type": "command", "command": "mine"}\n}'
+
+
+def _doctor(capsys) -> tuple[int, dict]:
+    rc = main(["doctor", "--json"])
+    return rc, {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+
+
+def test_doctor_on_a_fresh_install(isolated_home, capsys):
+    rc, checks = _doctor(capsys)
+    assert rc == 0
+    assert checks["Claude Code"]["status"] == "info" and checks["hooks"]["status"] == "info"
+    assert checks["port"]["status"] == "ok"
+
+
+def test_doctor_flags_unparsable_settings_and_a_dead_base_url(isolated_home, capsys, process_service):
+    port = process_service
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("{nope")
+    rc, checks = _doctor(capsys)
+    assert rc == 1 and checks["Claude Code"]["status"] == "fail" and "settings.json" in checks["Claude Code"]["detail"]
+    path.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}}))
+    rc, checks = _doctor(capsys)
+    assert rc == 1 and "nothing answers" in checks["Claude Code"]["detail"]
+    assert "autopilot" in checks["Claude Code"]["fix"]
+
+
+def test_doctor_all_green_with_autopilot_and_hooks(isolated_home, capsys, process_service):
+    autopilot.on(timeout=30)
+    hooks.install_hooks()
+    rc, checks = _doctor(capsys)
+    assert rc == 0, checks
+    assert checks["proxy"]["status"] == "ok" and checks["Claude Code"]["status"] == "ok"
+    assert checks["login service"]["status"] == "ok" and checks["hooks"]["status"] == "ok"
+    autopilot.off()
+
+
+def test_uninstall_restores_settings_byte_for_byte_and_keeps_data(isolated_home, capsys, process_service):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.service.process_backend import ProcessBackend
+
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(ORIGINAL)
+    autopilot.on(timeout=30)
+    hooks.install_hooks()
+    hooks.install_statusline()
+    assert path.read_bytes() != ORIGINAL
+    assert main(["uninstall", "--yes"]) == 0
+    assert path.read_bytes() == ORIGINAL
+    assert ProcessBackend().pid() is None and not autopilot.is_on()
+    assert dirs().config.exists()
+    assert "kept scalpel's data" in capsys.readouterr().out
+
+
+def test_uninstall_delete_data(isolated_home, capsys):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.db import connect
+
+    connect().close()
+    assert dirs().database.exists()
+    assert main(["uninstall", "--yes", "--delete-data"]) == 0
+    assert not dirs().data.exists()
+
+
+def test_uninstall_without_confirmation_changes_nothing(isolated_home, capsys):
+    hooks.install_hooks()
+    before = settings_path().read_bytes()
+    assert main(["uninstall"]) == 1  # stdin is not a terminal under pytest
+    assert settings_path().read_bytes() == before

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import subprocess
+import threading
+from contextlib import contextmanager
+
+import pytest
+
+from scalpel_desktop.paths import dirs
+from scalpel_desktop.store import db
+from scalpel_desktop.store.ledger import LedgerWriter
+
+
+def row(i: int = 0, **kw) -> dict:
+    r = {"ts": 1000.0 + i, "session": f"s{i % 3}", "api": "anthropic", "endpoint": "messages",
+         "model": "claude-sonnet-4-5", "status": 200, "body_bytes": 100 + i, "input_tokens": i}
+    r.update(kw)
+    return r
+
+
+def count(path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT count(*) FROM requests").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def warnings_of(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "scalpel.ledger" and r.levelno == logging.WARNING]
+
+
+def test_default_path_is_the_data_dir_database():
+    w = LedgerWriter()
+    try:
+        w.submit(row())
+        assert w.flush()
+    finally:
+        w.close()
+    assert w.path == dirs().database and count(dirs().database) == 1
+    assert (os.stat(w.path).st_mode & 0o777) == 0o600
+
+
+def test_rows_are_written_on_the_writer_thread(tmp_path):
+    inserting_threads: set[int] = set()
+
+    def trace(conn):
+        conn.set_trace_callback(
+            lambda sql: inserting_threads.add(threading.get_ident()) if sql.startswith("INSERT INTO requests") else None)
+
+    w = LedgerWriter(tmp_path / "l.sqlite3", on_open=trace)
+    for i in range(25):
+        assert w.submit(row(i)) is True
+    w.close()
+    assert count(tmp_path / "l.sqlite3") == 25
+    assert inserting_threads and threading.get_ident() not in inserting_threads
+    assert inserting_threads == {w._thread.ident}
+    assert w.written == 25 and w.enabled and w.last_error is None
+
+
+def test_close_flushes_everything_queued_and_later_submits_are_ignored(tmp_path):
+    w = LedgerWriter(tmp_path / "l.sqlite3", batch_size=7)
+    for i in range(100):
+        w.submit(row(i))
+    w.close()
+    assert count(tmp_path / "l.sqlite3") == 100
+    assert w.submit(row(101)) is False
+    w.close()  # twice is fine
+
+
+def test_only_table_columns_are_written_and_odd_values_become_null(tmp_path):
+    w = LedgerWriter(tmp_path / "l.sqlite3")
+    w.submit({**row(1), "not_a_column": "x", "id": 99999, "figures": {"a": 1}, "reason": b"bytes"})
+    w.close()
+    conn = sqlite3.connect(tmp_path / "l.sqlite3")
+    got = conn.execute("SELECT id, figures, reason, input_tokens FROM requests").fetchall()
+    assert got == [(1, None, None, 1)]
+
+
+@contextmanager
+def held_write_lock(path):
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO requests (ts) VALUES (0)")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_locked_database_turns_recording_off_with_one_warning(tmp_path, caplog):
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    with held_write_lock(path):
+        w = LedgerWriter(path, busy_timeout_s=0.2)
+        results = [w.submit(row(i)) for i in range(20)]  # returns at once: the writer is the one waiting
+        assert results[0] is True
+        assert w.flush(timeout=30)
+        assert not w.enabled
+        assert "locked" in (w.last_error or "")
+        assert w.submit(row(99)) is False
+    w.close()
+    assert count(path) == 0
+    assert len(warnings_of(caplog)) == 1
+
+
+def test_full_queue_drops_rows_without_blocking_or_raising(tmp_path, caplog):
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    with held_write_lock(path):
+        w = LedgerWriter(path, queue_size=3, busy_timeout_s=5)
+        results = [w.submit(row(i)) for i in range(50)]
+        assert results.count(True) <= 4  # the queue, plus one batch the writer may hold
+        assert w.dropped == results.count(False) > 0
+    w.close()
+    assert w.enabled  # the lock was released in time: queued rows got written
+    assert count(path) == results.count(True)
+    assert sum("queue full" in r.getMessage() for r in warnings_of(caplog)) == 1
+
+
+def test_corrupt_database_turns_recording_off(tmp_path, caplog):
+    path = tmp_path / "l.sqlite3"
+    path.write_bytes(b"this is not a sqlite database, just junk " * 200)
+    w = LedgerWriter(path)
+    assert w.flush()
+    w.submit(row())
+    w.close()
+    assert not w.enabled and "not a database" in w.last_error
+    assert len(warnings_of(caplog)) == 1
+    assert path.read_bytes().startswith(b"this is not a sqlite database")
+
+
+def _make_read_only(path) -> callable:
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        return lambda: path.chmod(0o644)
+    chattr = shutil.which("chattr")
+    if not chattr or subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("running as root on a file system without chattr +i: cannot make a file read-only")
+    return lambda: subprocess.run([chattr, "-i", str(path)], check=False)
+
+
+def test_read_only_database_turns_recording_off(tmp_path, caplog):
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    undo = _make_read_only(path)
+    try:
+        w = LedgerWriter(path)
+        for i in range(5):
+            w.submit(row(i))
+        w.close()
+    finally:
+        undo()
+    assert not w.enabled and "readonly" in (w.last_error or "").replace("-", "").replace(" ", "")
+    assert len(warnings_of(caplog)) == 1
+    assert count(path) == 0
+
+
+def test_unwritable_directory_turns_recording_off(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    w = LedgerWriter(blocker / "sub" / "l.sqlite3")  # parent "directory" is a file
+    w.submit(row())
+    w.close()
+    assert not w.enabled and w.last_error
+    assert len(warnings_of(caplog)) == 1
+
+
+def test_disk_full_turns_recording_off(tmp_path, caplog):
+    path = tmp_path / "l.sqlite3"
+
+    def cap_size(conn):  # SQLite's own size cap: a real SQLITE_FULL, as on a full disk
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count={pages}")
+
+    w = LedgerWriter(path, on_open=cap_size, batch_size=1)
+    for i in range(300):
+        w.submit(row(i, client="agent/" + "x" * 100, reason="r" * 150))
+    w.close()
+    assert not w.enabled and "full" in w.last_error
+    assert len(warnings_of(caplog)) == 1
+    assert 0 < w.written < 300 and count(path) == w.written

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import sqlite3
+
+from scalpel_desktop.store import db
+from scalpel_desktop.store.migrations import m001_requests
+
+SCHEMA_COLUMNS = [
+    "id", "ts", "session", "agent", "client", "api", "endpoint", "model", "status", "body_bytes", "sent_bytes",
+    "est_tokens_before", "est_tokens_after", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
+    "output_tokens", "decision", "reason", "tokens_removed", "figures", "realized_tokens", "realized_usd",
+    "ttfb_ms", "total_ms", "error",
+]
+
+
+def test_migrations_are_ordered_by_number():
+    names = [n for n, _ in db.migration_modules()]
+    assert names == sorted(names, key=lambda n: int(n[1:4]))
+    assert names[0] == "m001_requests"
+    assert len({n[1:4] for n in names}) == len(names), "two migrations share a number"
+
+
+def test_requests_table_matches_the_agreed_schema(tmp_path):
+    conn = db.connect(tmp_path / "l.sqlite3")
+    info = list(conn.execute("PRAGMA table_info(requests)"))
+    assert [r["name"] for r in info] == SCHEMA_COLUMNS
+    types = {r["name"]: r["type"] for r in info}
+    assert types["ts"] == "REAL" and types["figures"] == "TEXT" and types["realized_usd"] == "REAL"
+    assert all(types[c] == "INTEGER" for c in ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
+                                                 "output_tokens", "status", "body_bytes"))
+    indexed = {r["name"]: [c["name"] for c in conn.execute(f"PRAGMA index_info({r['name']})")]
+               for r in conn.execute("PRAGMA index_list(requests)")}
+    assert ["ts"] in indexed.values() and ["session"] in indexed.values()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_migrations_are_recorded_and_idempotent(tmp_path):
+    path = tmp_path / "l.sqlite3"
+    conn = db.connect(path)
+    recorded = [r["name"] for r in conn.execute("SELECT name FROM _migrations ORDER BY name")]
+    assert "m001_requests" in recorded
+    assert recorded == [n for n, _ in db.migration_modules()]
+    conn.execute("INSERT INTO requests (ts, model) VALUES (1.0, 'x')")
+    conn.commit()
+    conn.close()
+    conn2 = db.connect(path)  # a second open applies nothing and keeps the data
+    assert db.migrate(conn2) == []
+    assert conn2.execute("SELECT count(*) FROM requests").fetchone()[0] == 1
+    assert conn2.execute("SELECT count(*) FROM _migrations WHERE name='m001_requests'").fetchone()[0] == 1
+
+
+def test_m001_sql_runs_twice_without_error():
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(m001_requests.SQL)
+    conn.executescript(m001_requests.SQL)
+    assert conn.execute("SELECT count(*) FROM requests").fetchone()[0] == 0

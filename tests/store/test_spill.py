@@ -1,0 +1,74 @@
+"""Spill files: content-addressed, private, durable, idempotent; ls, resolve, gc."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+
+import pytest
+
+from scalpel_desktop.paths import dirs
+from scalpel_desktop.store.spill import SpillError, SpillStore
+
+
+def test_put_get_modes_and_idempotence():
+    s = SpillStore()
+    assert s.dir == dirs().spill
+    data = "héllo \x00 world".encode()
+    sha = s.put(data)
+    assert sha == hashlib.sha256(data).hexdigest()
+    p = s.path(sha)
+    assert p == s.dir / sha[:2] / sha and p.read_bytes() == data == s.get(sha)
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert stat.S_IMODE(p.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(s.dir.stat().st_mode) == 0o700
+    old = time.time() - 10 * 86400
+    os.utime(p, (old, old))
+    assert s.put(data) == sha  # again: same file, time refreshed
+    assert p.stat().st_mtime > old + 86400
+    assert [e.sha for e in s.ls()] == [sha]
+    assert not list(p.parent.glob(".tmp-*"))
+
+
+def test_corrupt_file_is_rewritten():
+    s = SpillStore()
+    sha = s.put(b"abcdef")
+    s.path(sha).write_bytes(b"abcxyz")
+    assert s.put(b"abcdef") == sha and s.get(sha) == b"abcdef"
+
+
+def test_unwritable_dir_raises_spill_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    with pytest.raises(SpillError):
+        SpillStore(blocker / "spill").put(b"x")
+
+
+def test_bad_hash_and_resolve():
+    s = SpillStore()
+    with pytest.raises(ValueError):
+        s.path("../../etc/passwd")
+    sha = s.put(b"one")
+    assert s.resolve(sha[:8]) == sha and s.resolve(sha) == sha
+    for bad in ("zz", "abc", "0000ffff"):
+        with pytest.raises(KeyError):
+            s.resolve(bad)
+
+
+def test_gc_by_age_then_size():
+    s = SpillStore()
+    now = time.time()
+    shas = []
+    for i, age_days in enumerate([40, 20, 10, 1]):
+        sha = s.put(bytes([i]) * 1024 * 512)  # 0.5 MB each
+        t = now - age_days * 86400
+        os.utime(s.path(sha), (t, t))
+        shas.append(sha)
+    r = s.gc(older_than_days=30, now=now)
+    assert (r.removed, r.kept) == (1, 3) and not s.has(shas[0])
+    r = s.gc(max_mb=1.0, now=now)  # 1.5 MB left: the oldest goes
+    assert r.removed == 1 and not s.has(shas[1]) and s.has(shas[2]) and s.has(shas[3])
+    assert r.kept_bytes <= 1024 * 1024
+    assert s.gc(older_than_days=30, max_mb=1.0, now=now).removed == 0

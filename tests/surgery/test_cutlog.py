@@ -1,0 +1,27 @@
+"""The surgery log survives restarts and answers per id, per session, most recent first."""
+
+from __future__ import annotations
+
+from scalpel_desktop.store import db
+from scalpel_desktop.surgery.cutlog import CutLog, CutRecord
+
+
+def rec(i, session="s1", t=1000.0):
+    return CutRecord(f"toolu_{i}", session, "", t + i, "duplicate", 100 * i, f"{i:064x}", 1, f"{i + 1:064x}")
+
+
+def test_record_lookup_restart_sessions_recent():
+    conn = db.connect()
+    log = CutLog(conn)
+    assert log.lookup(["toolu_1"]) == {}  # the id set is loaded before anything is recorded
+    assert log.record([rec(i) for i in range(1, 4)] + [rec(9, "s2")]) == 4
+    assert set(log.lookup([f"toolu_{i}" for i in range(0, 1200)])) == {"toolu_1", "toolu_2", "toolu_3", "toolu_9"}
+    conn.close()
+    again = CutLog(db.connect())
+    assert again.lookup(["toolu_2"])["toolu_2"] == rec(2)
+    assert [r.tool_use_id for r in again.for_session("s1")] == ["toolu_3", "toolu_2", "toolu_1"]
+    assert [r.tool_use_id for r in again.recent(2)] == ["toolu_9", "toolu_3"]
+    assert again.count() == 4
+    newer = CutRecord("toolu_2", "s3", "a", 5000.0, "failed", 7, "f" * 64, 1, "e" * 64)
+    again.record(newer)  # a re-cut id replaces its row
+    assert again.lookup(["toolu_2"])["toolu_2"] == newer and again.count() == 4

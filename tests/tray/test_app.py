@@ -1,0 +1,128 @@
+"""The tray app end to end on the dummy backend, and what Quit does with autopilot.
+
+Quit decision (docs/desktop.md): with autopilot on, the login service owns the
+proxy, so Quit leaves it serving and Claude Code's settings keep working; a
+proxy the tray owns is stopped, and settings still pointing at scalpel with no
+service behind them are restored.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from scalpel_desktop.service import autopilot
+from scalpel_desktop.service.probe import health
+from scalpel_desktop.service.settings_file import settings_path
+from scalpel_desktop.tray.app import TrayApp, TrayLink
+from tests.service.conftest import process_service  # noqa: F401 - fixture
+
+
+def _run_and_quit(app: TrayApp, *commands: str) -> None:
+    def driver():
+        app.icon.ready.wait(30)
+        for c in commands:
+            app.dispatcher.dispatch(c)
+        app.emit("quit")
+
+    t = threading.Thread(target=driver)
+    t.start()
+    app.run()  # returns once Quit stopped the icon
+    t.join(30)
+
+
+def test_tray_owns_a_proxy_and_quit_stops_it(pystray_dummy, own_runtime_link):
+    link = own_runtime_link
+    assert link.attach_or_start() == "owned"
+    port = link.runtime.port
+    app = TrayApp(pystray_dummy, link)
+    assert app.icon.title.startswith("scalpel-desktop (active)")
+    _run_and_quit(app, "toggle_pause")
+    assert app.dispatcher.history == [("toggle_pause", True), ("quit", True)]
+    assert app.icon.icon is not None and app._shown == "paused"
+    assert health(port) is None and not link.owns_proxy
+
+
+def test_quit_with_autopilot_on_keeps_the_service_and_the_settings(pystray_dummy, process_service):  # noqa: F811
+    port = process_service
+    path = settings_path()
+    autopilot.on(timeout=30)
+    before = path.read_bytes()
+    link = TrayLink()
+    assert link.attach_or_start() == "attached"
+    app = TrayApp(pystray_dummy, link)
+    assert app.dispatcher.state.autopilot and app.dispatcher.state.running
+    _run_and_quit(app, "tier:1")
+    assert health(port) is not None  # the service still serves the port
+    assert path.read_bytes() == before
+    assert json.loads(before)["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{port}"
+    autopilot.off()
+
+
+def test_quit_restores_settings_that_point_at_a_port_nobody_will_serve(pystray_dummy, isolated_home):
+    from scalpel_desktop.runtime import Runtime
+    from scalpel_desktop.service.settings_file import ClaudeSettings
+    from tests.support import free_port
+
+    port = free_port()
+    from scalpel_desktop.config import Config
+
+    cfg = Config.load()
+    cfg.set("port", port)
+    cfg.save()
+    original = b'{"model": "opus"}\n'
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(original)
+
+    def point(doc):
+        doc.setdefault("env", {})["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{port}"
+        return {("env", "ANTHROPIC_BASE_URL"): ClaudeSettings.MISSING}
+
+    ClaudeSettings().apply("autopilot", point)  # e.g. the service was removed by hand
+    link = TrayLink(runtime_factory=lambda: Runtime())
+    assert link.attach_or_start() == "owned"
+    _run_and_quit(TrayApp(pystray_dummy, link))
+    assert path.read_bytes() == original
+
+
+def test_toggle_autopilot_from_the_tray_hands_the_port_over_and_back(pystray_dummy, process_service):  # noqa: F811
+    from scalpel_desktop.runtime import Runtime
+    from scalpel_desktop.service.process_backend import ProcessBackend
+
+    port = process_service
+    link = TrayLink(runtime_factory=lambda: Runtime())
+    assert link.attach_or_start() == "owned"
+    app = TrayApp(pystray_dummy, link)
+    assert app.dispatcher.dispatch("toggle_autopilot"), app.dispatcher.state.message
+    assert app.dispatcher.state.autopilot and not link.owns_proxy
+    assert health(port)["pid"] == ProcessBackend().pid()
+    assert app.dispatcher.dispatch("toggle_autopilot"), app.dispatcher.state.message
+    assert not app.dispatcher.state.autopilot and link.owns_proxy
+    assert ProcessBackend().pid() is None and health(port) is not None
+    assert not settings_path().exists()
+    link.stop_own()
+
+
+def test_no_backend_runs_headless_and_says_so(isolated_home, monkeypatch, capsys):
+    from scalpel_desktop.tray import app as tray_app
+    from scalpel_desktop.tray import backend
+
+    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no display (DISPLAY/WAYLAND_DISPLAY unset)"))
+    ran = []
+    monkeypatch.setattr(tray_app, "_headless", lambda msg: ran.append(msg) or 0)
+    assert tray_app.run_tray() == 0
+    assert ran == ["no display (DISPLAY/WAYLAND_DISPLAY unset)"]
+
+
+def test_backend_choice_without_display(monkeypatch):
+    from scalpel_desktop.tray import backend
+
+    monkeypatch.delenv("PYSTRAY_BACKEND", raising=False)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(backend.sys, "platform", "linux")
+    choice = backend.choose()
+    assert choice.pystray is None and "no display" in choice.warning

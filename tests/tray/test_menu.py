@@ -1,0 +1,74 @@
+"""The menu model through pystray's dummy backend: texts, checks, radios, default; items emit names only."""
+
+from __future__ import annotations
+
+import pystray
+
+from scalpel_desktop.tray.menu import COMMANDS, TrayState, build_pystray_menu, entries
+
+
+def _menu(state: TrayState, icon_cls=pystray.Icon):
+    emitted: list[str] = []
+    menu = build_pystray_menu(pystray, lambda: state, emitted.append)
+    icon = icon_cls("t", None, "t", menu)
+    return icon, [i for i in menu.items if i is not pystray.Menu.SEPARATOR], emitted
+
+
+def test_every_entry_emits_its_command_name_and_nothing_else():
+    state = TrayState(running=True, port=4242, icon="active")
+    icon, items, emitted = _menu(state)
+    for item in items:
+        if item.enabled:
+            item(icon)
+    assert emitted == [e.command for e in entries() if e.command]
+    assert set(emitted) == set(COMMANDS)
+
+
+def test_status_line_is_disabled_and_shows_state():
+    state = TrayState(running=True, port=4242, icon="active", saved_tokens_today=12345)
+    _, items, _ = _menu(state)
+    assert not items[0].enabled
+    assert items[0].text == "scalpel active on :4242 - saved 12k tokens today"
+    state.message = "tier failed: boom"
+    assert items[0].text == "tier failed: boom"
+
+
+def test_pause_resume_is_the_default_and_follows_state(pystray_dummy):
+    state = TrayState(running=True, port=1)
+    icon, items, emitted = _menu(state, pystray_dummy.Icon)
+    default = [i for i in items if i.default]
+    assert len(default) == 1 and default[0].text == "Pause"
+    state.paused = True
+    assert default[0].text == "Resume"
+    icon()  # a click on the icon runs the default item
+    assert emitted == ["toggle_pause"]
+    state.running = False
+    assert not default[0].enabled
+
+
+def test_checkboxes_and_radios_follow_state():
+    state = TrayState(running=True, tier=1, policy="payback", tool_filter=True, autopilot=True)
+    _, items, _ = _menu(state)
+    by_text = {i.text: i for i in items}
+    assert by_text["Tier 1 (safe cuts)"].checked and by_text["Tier 1 (safe cuts)"].radio
+    assert not by_text["Tier 2 (also stale output)"].checked
+    assert by_text["Policy: payback"].checked and not by_text["Policy: cold cache only"].checked
+    assert by_text["Tool filter"].checked and not by_text["Tool filter"].radio
+    assert by_text["On (autopilot at login)"].checked
+    state.tier, state.autopilot = 2, False
+    assert by_text["Tier 2 (also stale output)"].checked and not by_text["On (autopilot at login)"].checked
+
+
+def test_tooltip_gives_todays_savings():
+    s = TrayState(running=True, saved_tokens_today=2_500_000, saved_usd_today=1.234, requests_today=7)
+    assert s.tooltip() == "scalpel-desktop (active): saved 2.5M tokens ($1.23) today, 7 requests"
+    assert TrayState().tooltip() == "scalpel-desktop: proxy off"
+
+
+def test_icons_one_per_state_at_128px():
+    from scalpel_desktop.tray.icons import STATES, icon_image
+
+    images = [icon_image(s) for s in STATES]
+    assert all(i.size == (128, 128) and i.mode == "RGBA" for i in images)
+    assert len({i.tobytes() for i in images}) == 4
+    assert icon_image("active") is icon_image("active")  # drawn once
