@@ -18,7 +18,12 @@ the other, each on its own keep-alive connection:
 
 Added latency is paired: per round, path time minus direct time; the table
 shows the median and p95 of those differences, plus the median time to the
-first body byte (TTFB) of the streamed answer per path. Then the resident
+first body byte (TTFB) of the streamed answer per path, and the CPU time the
+path's own server process spent per request (scalpel looks at a request after
+its answer has streamed back; that work shows up here, not in the latency).
+Before and after every call the benchmark waits until no server process uses
+CPU, so no call is measured while another path still works in the
+background. Then the resident
 memory (VmRSS, VmHWM) of the default scalpel process after it served at least
 1,000 requests. Nothing here is asserted: it prints figures.
 """
@@ -217,6 +222,27 @@ def _start_scalpel(port: int, upstream: str, paused: bool, procs: list) -> subpr
     return p
 
 
+def _cpu_ms(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far, in ms (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pids: list[int], quiet_ms: float = 20.0, limit_s: float = 2.0) -> None:
+    """Wait until no server process uses CPU (background work of the previous call is done),
+    so no path is measured while another one still works in the background."""
+    deadline = time.monotonic() + limit_s
+    last = [_cpu_ms(p) for p in pids]
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.005)
+        now = [_cpu_ms(p) for p in pids]
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif (time.monotonic() - quiet_since) * 1000 >= quiet_ms:
+            return
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
@@ -249,6 +275,8 @@ def main() -> int:
             _wait_port(p)
         base, headers = _capture()
         paths = [Path_("direct", up_port), Path_("bare", bare_port), Path_("scalpel", sc_port), Path_("paused", pa_port)]
+        pids = [p.pid for p in procs]
+        pid_of = dict(zip(["direct", "bare", "scalpel", "paused"], pids))
         rounds = {"10 KB": args.rounds_10k, "300 KB": args.rounds_300k, "2.9 MB": args.rounds_3m}
         served = 0
         rows = []
@@ -260,18 +288,23 @@ def main() -> int:
             served += 5
             totals: dict[str, list[float]] = {p.name: [] for p in paths}
             ttfbs: dict[str, list[float]] = {p.name: [] for p in paths}
+            cpu: dict[str, list[float]] = {p.name: [] for p in paths}
             for i in range(rounds[label]):
                 order = paths[i % len(paths):] + paths[: i % len(paths)]  # rotate who goes first
                 for p in order:
+                    settle(pids)
+                    c0 = _cpu_ms(pid_of[p.name])
                     total, ttfb = p.call(body, headers)
                     totals[p.name].append(total)
                     ttfbs[p.name].append(ttfb)
+                    settle(pids)
+                    cpu[p.name].append(_cpu_ms(pid_of[p.name]) - c0)
             served += rounds[label]
             for name in ("bare", "scalpel", "paused"):
                 added = [(a - d) * 1000 for a, d in zip(totals[name], totals["direct"])]
                 rows.append((label, len(body), name, statistics.median(added), pct(added, 0.95),
                              statistics.median(ttfbs[name]) * 1000, statistics.median(ttfbs["direct"]) * 1000,
-                             len(added)))
+                             statistics.mean(cpu[name]), len(added)))
         extra = max(0, 1000 - served)
         small = shaped_body(base, 10_000)
         for _ in range(extra):
@@ -280,10 +313,11 @@ def main() -> int:
         rss, hwm = _rss(scalpel.pid)
 
         print(f"# proxy overhead, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-        print("| body | path | added latency median (ms) | added p95 (ms) | TTFB median (ms) | direct TTFB (ms) | rounds |")
-        print("|---|---|---:|---:|---:|---:|---:|")
-        for label, nbytes, name, med, p95, ttfb, dttfb, n in rows:
-            print(f"| {label} ({nbytes:,} B) | {name} | {med:.2f} | {p95:.2f} | {ttfb:.2f} | {dttfb:.2f} | {n} |")
+        print("| body | path | added latency median (ms) | added p95 (ms) | TTFB median (ms) | direct TTFB (ms) "
+              "| CPU per request (ms) | rounds |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for label, nbytes, name, med, p95, ttfb, dttfb, cpu_ms, n in rows:
+            print(f"| {label} ({nbytes:,} B) | {name} | {med:.2f} | {p95:.2f} | {ttfb:.2f} | {dttfb:.2f} | {cpu_ms:.1f} | {n} |")
         print()
         print(f"scalpel (default settings) after {served:,} requests: VmRSS {rss:.1f} MB, peak VmHWM {hwm:.1f} MB")
         for label, _, name, med, *_ in rows:

@@ -120,18 +120,24 @@ class PromptCache:
         self.entries.clear()
 
     def bill(self, key: Hashable, blocks: Sequence[Block], now: float, *,
-             breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None) -> Usage:
+             breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None,
+             dry_run: bool = False) -> Usage:
         """Bill one request and update the entries (see the module docstring)."""
-        return self.bill_detail(key, blocks, now, breakpoints=breakpoints, min_cacheable=min_cacheable).usage
+        return self.bill_detail(key, blocks, now, breakpoints=breakpoints, min_cacheable=min_cacheable,
+                                dry_run=dry_run).usage
 
     def bill_detail(self, key: Hashable, blocks: Sequence[Block], now: float, *,
-                    breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None) -> Bill:
+                    breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None,
+                    dry_run: bool = False) -> Bill:
         """``bill`` with the positions read and written. ``breakpoints`` ({index: ttl})
-        overrides the blocks' own markers (the bench moves them without copying)."""
+        overrides the blocks' own markers (the bench moves them without copying).
+        ``dry_run``: what the request would cost, leaving every entry as it was."""
         if breakpoints is None:
             bps = [(i, b.breakpoint) for i, b in enumerate(blocks) if b.breakpoint]
         else:
             bps = sorted((i, t) for i, t in breakpoints.items() if t)
+            if bps and not 0 <= bps[0][0] <= bps[-1][0] < len(blocks):
+                raise ValueError(f"breakpoint index out of range 0..{len(blocks) - 1}: {[i for i, _ in bps]}")
         check_breakpoints([t for _, t in bps])
         floor = self.min_cacheable if min_cacheable is None else min_cacheable
         cum = _prefix_sums(blocks)
@@ -144,7 +150,8 @@ class PromptCache:
             for j in range(i, lo - 1, -1):
                 entry = self.entries.get((key, blocks[j].chain))
                 if entry is not None and entry.expires > now:
-                    entry.expires = now + TTL_SECONDS[entry.ttl]
+                    if not dry_run:
+                        entry.expires = now + TTL_SECONDS[entry.ttl]
                     hits.append(j)
                     break
         read_at = max(hits) if hits else -1
@@ -159,7 +166,10 @@ class PromptCache:
                 continue
             ek = (key, blocks[i].chain)
             entry = self.entries.get(ek)
-            if entry is not None and entry.expires > now:
+            if dry_run:
+                if entry is None or entry.expires <= now:
+                    written.append(i)
+            elif entry is not None and entry.expires > now:
                 if TTL_SECONDS[ttl] > TTL_SECONDS[entry.ttl]:
                     entry.ttl = ttl
                 entry.expires = max(entry.expires, now + TTL_SECONDS[ttl])

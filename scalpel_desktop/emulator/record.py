@@ -37,6 +37,7 @@ class RecordedRequest:
     answer: Any = None  # the content / message answered (JSON-able)
     fault: str | None = None
     error: str | None = None
+    conversation: str | None = None  # wire.identity.conversation_key, for API requests
 
     @property
     def path_qs(self) -> str:
@@ -57,6 +58,7 @@ class RecordedRequest:
             "body_bytes": len(self.body), "time": self.time, "api": self.api, "endpoint": self.endpoint,
             "status": self.status, "usage": self.usage.as_dict() if self.usage else None,
             "track": self.track, "turn": self.turn, "fault": self.fault, "error": self.error,
+            "conversation": self.conversation,
         }
 
     @classmethod
@@ -68,7 +70,7 @@ class RecordedRequest:
             headers=CIMultiDictProxy(CIMultiDict([tuple(p) for p in d["headers"]])),
             body=base64.b64decode(d["body_b64"]), time=d["time"], api=d["api"], endpoint=d["endpoint"],
             status=d["status"], usage=Usage(**u) if u else None, track=d.get("track"), turn=d.get("turn"),
-            fault=d.get("fault"), error=d.get("error"),
+            fault=d.get("fault"), error=d.get("error"), conversation=d.get("conversation"),
         )
 
 

@@ -25,11 +25,13 @@ from scalpel_desktop import clock
 from scalpel_desktop.accounting.cache_model import (
     CacheControlError, PromptCache, min_cacheable_for, openai_blocks, request_blocks)
 from scalpel_desktop.emulator import answers
+from scalpel_desktop.emulator.control import add_control_routes
 from scalpel_desktop.emulator.faults import Fault, FaultQueue
 from scalpel_desktop.emulator.record import RecordedRequest, Recorder
 from scalpel_desktop.emulator.script import Script, ScriptLike, choose
 from scalpel_desktop.emulator.validate import (
     ApiError, bad, validate_chat_body, validate_messages_body, validate_responses_body)
+from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, dumps, loads
 
 log = logging.getLogger("scalpel.emulator")
@@ -109,12 +111,7 @@ class Emulator:
         r.add_get("/v1/models", self.h_models)
         r.add_post("/v1/chat/completions", self.h_chat)
         r.add_post("/v1/responses", self.h_responses)
-        r.add_get("/_emulator/health", self.c_health)
-        r.add_get("/_emulator/requests", self.c_requests)
-        r.add_post("/_emulator/fault", self.c_fault)
-        r.add_post("/_emulator/clear", self.c_clear)
-        r.add_post("/_emulator/clock", self.c_clock)
-        r.add_post("/_emulator/script", self.c_script)
+        add_control_routes(app, self)
         r.add_route("*", "/{tail:.*}", self.h_unknown)
         return app
 
@@ -148,7 +145,7 @@ class Emulator:
         body = err.anthropic_body() if api == "anthropic" else err.openai_body()
         return self._json(body, status=err.status, headers=headers)
 
-    def _fault_error(self, rec: RecordedRequest, fault: Fault, api: str, stream: bool):
+    def _fault_error(self, rec: RecordedRequest, fault: Fault, api: str) -> web.Response:
         """The response for status faults (and error_event on a non-streaming request)."""
         status, etype, msg = fault.error()
         headers = {"retry-after": f"{fault.retry_after:g}"} if status in (429, 529) else None
@@ -172,7 +169,7 @@ class Emulator:
             if fault and fault.kind == "drop" and fault.after_events <= 0:
                 return await _drop(request, rec)
             if fault and fault.kind in ("429", "529", "500", "status"):
-                return self._fault_error(rec, fault, "anthropic", False)
+                return self._fault_error(rec, fault, "anthropic")
             body = await self._parse(rec)
             validate_messages_body(body)
             try:
@@ -184,6 +181,7 @@ class Emulator:
                 raise bad(str(e)) from None
         except ApiError as err:
             return self._error_response(rec, err, "anthropic")
+        rec.conversation = str(conversation_key(request.headers, body))
         choice = choose(self.script, request.headers, body, "anthropic")
         content = answers.anthropic_content(choice.turn, body)
         usage.output_tokens = answers.output_tokens(content)
@@ -191,7 +189,7 @@ class Emulator:
         rec.usage, rec.track, rec.turn, rec.answer = usage, choice.track, choice.index, message
         if not body.get("stream"):
             if fault and fault.kind == "error_event":
-                return self._fault_error(rec, fault, "anthropic", False)
+                return self._fault_error(rec, fault, "anthropic")
             if fault and fault.kind == "slow":
                 await asyncio.sleep(fault.delay + sum(s for _, s in fault.silences))
             rec.status = 200
@@ -210,7 +208,7 @@ class Emulator:
             fault = self.faults.take(request.path)
             if fault and fault.kind in ("429", "529", "500", "status"):
                 rec.fault = fault.kind
-                return self._fault_error(rec, fault, "anthropic", False)
+                return self._fault_error(rec, fault, "anthropic")
             body = await self._parse(rec)
             validate_messages_body(body, count_tokens=True)
             try:
@@ -245,7 +243,7 @@ class Emulator:
             if fault and fault.kind == "drop" and fault.after_events <= 0:
                 return rec, None, None, fault, await _drop(request, rec)
             if fault and fault.kind in ("429", "529", "500", "status"):
-                return rec, None, None, fault, self._fault_error(rec, fault, "openai", False)
+                return rec, None, None, fault, self._fault_error(rec, fault, "openai")
             body = await self._parse(rec)
             validate(body)
         except ApiError as err:
@@ -254,6 +252,7 @@ class Emulator:
         retention = OPENAI_CACHE_TTL_24H_S if body.get("prompt_cache_retention") == "24h" else OPENAI_CACHE_TTL_S
         usage = self.cache.bill_automatic(("openai", model), openai_blocks(body), self.now(),
                                           ttl_seconds=retention, min_cacheable=self.min_cacheable or 1024)
+        rec.conversation = str(conversation_key(request.headers, body))
         choice = choose(self.script, request.headers, body, endpoint)
         rec.usage, rec.track, rec.turn = usage, choice.track, choice.index
         return rec, body, choice, fault, None
@@ -267,7 +266,7 @@ class Emulator:
         rec.answer = completion
         if not body.get("stream"):
             if fault and fault.kind == "error_event":
-                return self._fault_error(rec, fault, "openai", False)
+                return self._fault_error(rec, fault, "openai")
             rec.status = 200
             return self._json(completion)
         include = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -289,7 +288,7 @@ class Emulator:
         rec.answer = resp
         if not body.get("stream"):
             if fault and fault.kind == "error_event":
-                return self._fault_error(rec, fault, "openai", False)
+                return self._fault_error(rec, fault, "openai")
             rec.status = 200
             return self._json(resp)
         events = [answers.sse(ev["type"], ev) for ev in answers.response_events(resp)]
@@ -335,62 +334,12 @@ class Emulator:
         return web.json_response({"type": "error", "error": {"type": "not_found_error",
                                                              "message": f"Not found: {request.path}"}}, status=404)
 
-    # ---------------------------------------------------------------- control
-    async def c_health(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "emulator": True, "requests": len(self.recorder.items),
-                                  "clock": self.now(), "offset": self.offset})
-
-    async def c_requests(self, request: web.Request) -> web.Response:
-        since = int(request.query.get("since", "0") or 0)
-        items = [r.as_dict() for r in self.received[since:]]
-        return web.json_response({"requests": items})
-
-    async def c_fault(self, request: web.Request) -> web.Response:
-        try:
-            spec = await request.json()
-            fault = self.fault(spec.pop("kind"), spec.pop("count", 1), **spec)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            return web.json_response({"ok": False, "error": str(e)}, status=400)
-        return web.json_response({"ok": True, "fault": fault.as_dict()})
-
-    async def c_clear(self, request: web.Request) -> web.Response:
-        spec = await _json_or_empty(request)
-        self.clear(cache=bool(spec.get("cache")))
-        return web.json_response({"ok": True})
-
-    async def c_clock(self, request: web.Request) -> web.Response:
-        spec = await _json_or_empty(request)
-        if "offset" in spec:
-            self.offset = float(spec["offset"])
-        if "advance" in spec:
-            self.advance(float(spec["advance"]))
-        return web.json_response({"ok": True, "clock": self.now(), "offset": self.offset})
-
-    async def c_script(self, request: web.Request) -> web.Response:
-        from scalpel_desktop.emulator.scripts import named_script
-
-        spec = await _json_or_empty(request)
-        try:
-            self.set_script(named_script(spec.get("name", "default"), **(spec.get("args") or {})))
-        except (KeyError, TypeError) as e:
-            return web.json_response({"ok": False, "error": str(e)}, status=400)
-        return web.json_response({"ok": True})
-
-
 def _json_text(obj: Any) -> str:
     return dumps(obj).decode()
 
 
 def _request_id() -> dict[str, str]:
     return {"request-id": answers.new_id("req_")}
-
-
-async def _json_or_empty(request: web.Request) -> dict:
-    raw = await request.read()
-    if not raw.strip():
-        return {}
-    data = loads(raw)
-    return data if isinstance(data, dict) else {}
 
 
 async def _drop(request: web.Request, rec: RecordedRequest, resp: web.StreamResponse | None = None):

@@ -115,14 +115,24 @@ class ToolFilterStage:
             return None
 
 
-def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None) -> tuple[Any, ToolFilterStage]:
-    """(InventoryStage, ToolFilterStage) sharing one store and one background writer."""
+    def close(self, timeout: float = 5.0) -> None:
+        """Flush pending writes (inventory rows, realized savings); the runtime calls it on stop."""
+        self.writer.flush(timeout)
+
+
+def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None,
+                enabled: Callable[[], bool] | None = None) -> tuple[Any, ToolFilterStage]:
+    """(InventoryStage, ToolFilterStage) sharing one store and one background writer.
+
+    ``enabled`` says whether the filter is on for sessions starting now; default:
+    ``config.get("tool_filter")`` read live (a runtime may pass ``lambda: runtime.setting("tool_filter")``
+    so start-up overrides count too)."""
     from scalpel_desktop.pipeline.inventory_stage import InventoryStage
 
     store = ToolStore.open(db_path)
     writer = BackgroundWriter()
-
-    def enabled() -> bool:
-        return bool(config.get("tool_filter"))
+    if enabled is None:
+        def enabled() -> bool:
+            return bool(config.get("tool_filter"))
 
     return InventoryStage(store, writer=writer), ToolFilterStage(store, enabled, writer=writer, prices=prices)

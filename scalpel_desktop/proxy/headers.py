@@ -3,7 +3,8 @@
 Hop-by-hop headers (RFC 9110 section 7.6.1) describe one connection, not the
 message: they are dropped in both directions, together with any header the
 ``Connection`` header names. ``Host`` and ``Content-Length`` are recomputed
-by aiohttp for the upstream request (the body may be a changed one).
+by aiohttp for the upstream request (the body may be a changed one), and
+``Expect`` was already answered by the proxy itself.
 Everything else, credentials included (``x-api-key``, ``authorization``),
 is forwarded untouched and never stored.
 
@@ -34,8 +35,9 @@ HOP_BY_HOP = frozenset(
     }
 )
 
-# Recomputed by the HTTP client for the upstream request.
-_REQUEST_RECOMPUTED = frozenset({"host", "content-length"})
+# Recomputed by the HTTP client for the upstream request. ``Expect: 100-continue`` was
+# answered by our own server before the body was read: the upstream gets the whole body.
+_REQUEST_RECOMPUTED = frozenset({"host", "content-length", "expect"})
 
 
 def _connection_tokens(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> set[str]:

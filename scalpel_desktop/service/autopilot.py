@@ -216,6 +216,8 @@ def release_if_unserved() -> bool:
     backend = choose_backend()
     if state.get("enabled") and backend.enabled():
         return False  # the login service serves the port
+    if health(port) is not None:
+        return False  # another proxy (`scalpel start`) still serves it
     restore_settings(settings, port)
     _restore_upstream(state)
     _write_state(None)

@@ -7,8 +7,9 @@ atomic, backed up, refused on a file that does not parse, undone exactly.
 The commands run ``<this python> -I -m scalpel_desktop.hooks_entry EVENT``
 (``-I``: the project directory Claude Code runs hooks in can never shadow
 scalpel's modules), or ``<app> hook EVENT`` for a frozen standalone build.
-Scalpel's entries are recognised by the ``scalpel_desktop.hooks_entry`` /
-`` hook `` marker in their command, so uninstall removes exactly them.
+Scalpel's entries are recognised by the ``scalpel_desktop.hooks_entry``
+marker in their command (or ``<scalpel app> hook EVENT``), so uninstall
+removes exactly them.
 """
 
 from __future__ import annotations
@@ -40,12 +41,21 @@ def _quote(argv: list[str]) -> str:
 
 def command_for(event_arg: str) -> str:
     if getattr(sys, "frozen", False):
-        return _quote([sys.executable, "hook", event_arg]) + "  # " + MARKER
+        return _quote([sys.executable, "hook", event_arg])
     return _quote([sys.executable, "-I", "-m", MARKER, event_arg])
 
 
+_FROZEN_TAILS = tuple(f" hook {arg}" for _, arg in HOOK_EVENTS.values()) + (" statusline",)
+
+
 def _is_ours(hook: object) -> bool:
-    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
+    """Scalpel's entries: the module marker, or a standalone build's ``<scalpel exe> hook EVENT``."""
+    if not isinstance(hook, dict):
+        return False
+    command = str(hook.get("command", ""))
+    if MARKER in command:
+        return True
+    return "scalpel" in command.lower() and command.rstrip().endswith(_FROZEN_TAILS)
 
 
 def _strip_ours(doc: dict) -> None:

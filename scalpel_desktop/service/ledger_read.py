@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -50,14 +49,16 @@ def savings_since(since: float, db: Path | None = None) -> tuple[int, float, int
         conn.close()
 
 
-@dataclass
 class SessionFigures:
-    requests: int = 0
-    context_tokens: int | None = None  # prompt tokens of the last request with usage
-    cache_read: int | None = None
-    saved_tokens: int = 0
-    saved_usd: float = 0.0
-    model: str | None = None
+    """One session's figures (a plain class: dataclasses cost the statusline ~10 ms of imports)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.context_tokens: int | None = None  # prompt tokens of the last request with usage
+        self.cache_read: int | None = None
+        self.saved_tokens = 0
+        self.saved_usd = 0.0
+        self.model: str | None = None
 
     @property
     def cache_share(self) -> float | None:

@@ -44,12 +44,15 @@ class GcResult:
 
 
 class SpillStore:
-    def __init__(self, directory: Path | str | None = None):
+    """``durable=False`` skips the fsyncs: for tests and benchmarks only, never for real cuts."""
+
+    def __init__(self, directory: Path | str | None = None, *, durable: bool = True):
         if directory is None:
             from scalpel_desktop.paths import dirs
 
             directory = dirs().spill
         self.dir = Path(directory)
+        self.durable = durable
 
     def path(self, sha: str) -> Path:
         if not _HEX64.fullmatch(sha or ""):
@@ -72,7 +75,8 @@ class SpillStore:
                 with os.fdopen(fd, "wb") as f:
                     f.write(content)
                     f.flush()
-                    os.fsync(f.fileno())
+                    if self.durable:
+                        os.fsync(f.fileno())
                 os.replace(tmp, target)
             except BaseException:
                 try:
@@ -80,7 +84,8 @@ class SpillStore:
                 except OSError:
                     pass
                 raise
-            _fsync_dir(sub)
+            if self.durable:
+                _fsync_dir(sub)
         except OSError as e:
             raise SpillError(f"cannot write spill file {target}: {e}") from e
         return sha

@@ -3,7 +3,9 @@
 It survives restarts, so a cut made before one is re-applied byte for byte
 after it (a changed prefix would miss the cache). Look-ups happen on every
 request for every tool result id in it, so the set of logged ids is kept in
-memory (loaded once) and only the ids that are in it are fetched from SQLite.
+memory (loaded once), only the ids that are in it are fetched from SQLite, and
+records fetched once are kept (a conversation asks for the same ones on every
+request). One process writes the log: the proxy that owns it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class CutRecord:
         return asdict(self)
 
 
+_CACHE_MAX = 200_000
 _COLUMNS = "tool_use_id, session, agent, created_at, kind, tokens, original_sha256, stub_version, stub_sha256"
 
 
@@ -42,6 +45,7 @@ class CutLog:
         self.conn = conn
         self._lock = threading.Lock()
         self._ids: set[str] | None = None
+        self._cache: dict[str, CutRecord] = {}  # records looked up before (active conversations)
 
     def _known(self) -> set[str]:
         if self._ids is None:
@@ -52,13 +56,24 @@ class CutLog:
         """The logged cuts among ``ids``."""
         with self._lock:
             known = self._known()
-            wanted = [i for i in ids if i in known]
+            cache = self._cache
             out: dict[str, CutRecord] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
+            missing: list[str] = []
+            for i in ids:
+                if i in known:
+                    rec = cache.get(i)
+                    if rec is None:
+                        missing.append(i)
+                    else:
+                        out[i] = rec
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
                 q = f"SELECT {_COLUMNS} FROM cuts WHERE tool_use_id IN ({','.join('?' * len(chunk))})"
                 for r in self.conn.execute(q, chunk):
-                    out[r[0]] = _row(r)
+                    rec = _row(r)
+                    out[rec.tool_use_id] = cache[rec.tool_use_id] = rec
+            if len(cache) > _CACHE_MAX:
+                cache.clear()
             return out
 
     def record(self, records: Iterable[CutRecord] | CutRecord) -> int:
@@ -76,6 +91,8 @@ class CutLog:
                 self.conn.executemany(f"INSERT OR REPLACE INTO cuts ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)", rows)
             if self._ids is not None:
                 self._ids.update(r[0] for r in rows)
+            for r in rows:
+                self._cache.pop(r[0], None)
         return len(rows)
 
     def for_session(self, session: str, limit: int | None = None) -> list[CutRecord]:

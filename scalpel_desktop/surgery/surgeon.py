@@ -63,6 +63,21 @@ def content_sha(content) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
+def result_sha(result) -> str:
+    """sha256 of a result's original content, cached on the (shared, never mutated) ToolResult."""
+    digest = result.__dict__.get("_content_sha")
+    if digest is None:
+        digest = content_sha(result.content)[1]
+        result.__dict__["_content_sha"] = digest
+    return digest
+
+
+def _same_cut(previous: ConversationView, tid: str, rec: CutRecord) -> bool:
+    """previous's replacement of ``tid`` is exactly the logged stub."""
+    content = previous.replaced.get(tid)
+    return content is not None and content_sha(content)[1] == rec.stub_sha256
+
+
 class Surgeon:
     def __init__(self, spill: SpillStore, cutlog: CutLog):
         self.spill = spill
@@ -71,19 +86,25 @@ class Surgeon:
         self._pending: list[Cut] = []
 
     # -- re-applying what was cut before ------------------------------------
-    def reapply(self, view: ConversationView) -> int:
-        """Re-apply logged cuts to ``view``; return how many results were replaced."""
+    def reapply(self, view: ConversationView, previous: ConversationView | None = None) -> int:
+        """Re-apply logged cuts to ``view``; return how many results were replaced.
+
+        ``previous``: the view of the conversation's previous request, which
+        ``view`` was built upon (``view_for(..., previous=...)``); its rewritten
+        messages holding only logged cuts are taken over as they are.
+        """
         ids = [r.id for r in view.tool_results]
         if not ids:
             return 0
         records = self.cutlog.lookup(ids)
         n = 0
+        if previous is not None and records:
+            n += view.adopt(previous, {t for t in previous.replaced if t in records and _same_cut(previous, t, records[t])})
         for tid, rec in records.items():
             r = view.result(tid)
-            if r is None or is_stub(r.content):
+            if r is None or tid in view.replaced or is_stub(r.content):
                 continue
-            _, digest = content_sha(r.content)
-            if digest != rec.original_sha256:
+            if result_sha(r) != rec.original_sha256:
                 continue  # the client sent different content under this id: leave it
             try:
                 new = stub_content(r.content, stub_text(rec.kind, rec.tokens, rec.original_sha256, rec.stub_version, self._display_dir), view.text_block_type)

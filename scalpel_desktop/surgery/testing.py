@@ -10,8 +10,9 @@ the tools, and the moving cache marker on the last block of the last message.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from scalpel_desktop.wire.jsoncodec import dumps, loads
 
 TOOL_NAMES = ("Read", "Bash", "Edit", "Write", "MultiEdit", "Grep", "Glob", "Agent", "AskUserQuestion", "ToolSearch")
 
@@ -70,7 +71,7 @@ class SessionBuilder:
         return self.calls([(name, inp, content, is_error)])[0]
 
     def body(self, model: str = "claude-opus-5-5") -> dict:
-        msgs = copy.deepcopy(self.messages)
+        msgs = loads(dumps(self.messages))  # a deep copy, fast
         marker: dict[str, Any] = {"type": "ephemeral"}
         if self.ttl:
             marker["ttl"] = self.ttl

@@ -24,7 +24,6 @@ never modified: the only write operation is replacing one result's content.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass
@@ -145,6 +144,7 @@ class ConversationView:
         self._orig_hashes: list[bytes] | None = None
         self._orig_sizes: list[int] | None = None
         self._hash_overrides: dict[int, bytes] = {}
+        self._dirty_units: set[int] = set()
         self._units_copied = False
         self._copied_units: set[int] = set()
         self.replaced: dict[str, Any] = {}  # tool_use_id -> new content
@@ -205,6 +205,10 @@ class ConversationView:
             self._measure()
             hashes = self._orig_hashes
             assert hashes is not None
+        for i in self._dirty_units:
+            u = self.units[i]
+            self._hash_overrides[i] = unit_digest(u.raw, self._canonical_unit(u.raw))
+        self._dirty_units.clear()
         if not self._hash_overrides:
             return list(hashes)
         out = list(hashes)
@@ -271,12 +275,43 @@ class ConversationView:
         res = self.tool_results[pos]
         self._write_content(res, new_content)
         text, images, understood = self._describe(new_content)
-        self.tool_results[pos] = dataclasses.replace(
-            res, content=new_content, text=text, chars=len(text), images=images, understood=understood
+        self.tool_results[pos] = ToolResult(
+            res.id, res.unit_index, res.block_index, res.name, new_content, text, len(text), res.is_error, images, understood
         )
         self.replaced[tool_use_id] = new_content
-        u = self.units[res.unit_index]
-        self._hash_overrides[res.unit_index] = unit_digest(u.raw, self._canonical_unit(u.raw))
+        self._dirty_units.add(res.unit_index)
+
+    def adopt(self, previous: "ConversationView", ids: "set[str] | frozenset[str]") -> int:
+        """Take over ``previous``'s rewritten units among the shared ones, where every
+        replacement in the unit is one of ``ids`` (cuts known to be committed).
+
+        The rewritten unit objects are shared, not copied (nothing mutates them);
+        this is what makes re-applying hundreds of logged cuts per request cheap.
+        Returns the number of results taken over.
+        """
+        if previous is None or type(previous) is not type(self) or not previous.replaced:
+            return 0
+        by_unit: dict[int, list[str]] = {}
+        for tid in previous.replaced:
+            r = previous.result(tid)
+            if r is not None and r.unit_index < self.reused_units:
+                by_unit.setdefault(r.unit_index, []).append(tid)
+        n = 0
+        for i, tids in by_unit.items():
+            if any(t not in ids or t in self.replaced for t in tids) or i in self._copied_units:
+                continue
+            if not self._units_copied:
+                self.doc = dict(self.doc)
+                self.doc[self.units_key] = list(self.doc[self.units_key])
+                self._units_copied = True
+            self.doc[self.units_key][i] = previous.doc[previous.units_key][i]
+            self.units[i] = previous.units[i]
+            for t in tids:
+                self.tool_results[self._result_pos[t]] = previous.result(t)  # type: ignore[assignment]
+                self.replaced[t] = previous.replaced[t]
+                n += 1
+            self._dirty_units.add(i)
+        return n
 
     def _own_unit(self, unit_index: int) -> dict:
         """Make the unit at ``unit_index`` (and the containers above it) private copies."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scalpel_desktop.accounting.cache_model import (
     Block,
@@ -22,6 +24,7 @@ from scalpel_desktop.accounting.cache_model import (
 )
 from scalpel_desktop.accounting.tokens import rule_tokens
 from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.jsoncodec import dumps
 
 CC5 = {"type": "ephemeral"}
 CC1H = {"type": "ephemeral", "ttl": "1h"}
@@ -31,7 +34,7 @@ def sized(template: dict, field: str, tokens: int, fill: str = "a") -> dict:
     """``template`` with ``field`` padded so the block is exactly ``tokens`` rule tokens."""
     block = dict(template)
     block[field] = ""
-    base = len(__import__("orjson").dumps(block))
+    base = len(dumps(block))
     block[field] = fill * (4 * tokens - base)
     assert rule_tokens(block) == tokens
     return block
@@ -48,9 +51,9 @@ def tool(name: str, tokens: int) -> dict:
     return sized({"name": name, "description": "", "input_schema": {"type": "object"}}, "description", tokens)
 
 
-def _tool_use(tid: str, tokens: int) -> dict:
+def tool_use(tid: str, tokens: int) -> dict:
     block = {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": ""}}
-    base = len(__import__("orjson").dumps(block))
+    base = len(dumps(block))
     block["input"] = {"file_path": "p" * (4 * tokens - base)}
     assert rule_tokens(block) == tokens
     return block
@@ -91,7 +94,7 @@ def case2(cc: dict = CC5, system_fill: str = "s", result_tokens: int = 250) -> d
     body = case1(cc, system_fill)
     del body["messages"][0]["content"][0]["cache_control"]
     body["messages"] += [
-        {"role": "assistant", "content": [_tool_use("toolu_1", 50 - RESULT_FRAME)]},
+        {"role": "assistant", "content": [tool_use("toolu_1", 50 - RESULT_FRAME)]},
         {"role": "user", "content": [tool_result("toolu_1", result_tokens, cc)]},
     ]
     return body
@@ -168,7 +171,7 @@ def test_case6_lookback_of_twenty_blocks(after_case2):
         del body["messages"][0]["content"][0]["cache_control"]
     extra = [text(20, "x") for _ in range(25)]
     extra[-1]["cache_control"] = CC5
-    body["messages"].append({"role": "user" if after_case2 is False else "user", "content": extra})
+    body["messages"].append({"role": "user", "content": extra})
     total = sum(b.tokens for b in request_blocks(body))
     assert bill(cache, body, 60) == U(read=3000, w5=total - 3000)
 
@@ -398,3 +401,44 @@ def test_deferred_tools_are_not_in_the_prefix():
     cache = PromptCache()
     bill(cache, case1(), 0)
     assert bill(cache, body, 60) == U(read=3500, w5=300)
+
+
+# ---------------------------------------------------------------- properties
+
+
+@st.composite
+def requests(draw):
+    n = draw(st.integers(1, 40))
+    tokens = draw(st.lists(st.integers(1, 600), min_size=n, max_size=n))
+    marks = sorted(draw(st.sets(st.integers(0, n - 1), max_size=4)))
+    n1h = draw(st.integers(0, len(marks)))
+    bps = {i: ("1h" if k < n1h else "5m") for k, i in enumerate(marks)}
+    return [Block(f"c{k}-{t}", t) for k, t in enumerate(tokens)], bps
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(requests(), st.floats(0, 4000)), min_size=1, max_size=6))
+def test_every_bill_accounts_for_every_token_and_repeats_read_what_was_written(seq):
+    cache = PromptCache(min_cacheable=1024)
+    now = 0.0
+    for (blocks, bps), dt in seq:
+        now += dt
+        first = cache.bill("k", blocks, now, breakpoints=bps)
+        total = sum(b.tokens for b in blocks)
+        assert first.input_tokens + first.cache_write + first.cache_read == total
+        again = cache.bill("k", blocks, now + 1, breakpoints=bps)
+        assert again.cache_write == 0
+        assert again.cache_read == first.cache_read + first.cache_write
+        assert again.input_tokens == first.input_tokens
+
+
+def test_dry_run_prices_without_touching_the_cache():
+    cache = PromptCache()
+    bill(cache, case1(), 0)
+    snapshot = {k: (e.ttl, e.expires) for k, e in cache.entries.items()}
+    blocks = request_blocks(case2())
+    assert cache.bill("claude-sonnet-4-5", blocks, 60, dry_run=True) == U(read=3500, w5=300)
+    assert {k: (e.ttl, e.expires) for k, e in cache.entries.items()} == snapshot
+    assert bill(cache, case2(), 60) == U(read=3500, w5=300)  # the real bill is unchanged by the dry run
+    with pytest.raises(ValueError, match="out of range"):
+        cache.bill("k", blocks, 61, breakpoints={len(blocks): "5m"})

@@ -311,3 +311,19 @@ def test_set_now_moves_the_clock(emu):
     assert abs(emu.now() - 1_000_000.0) < 5
     post(emu.url + "/v1/messages", msg_body(), KEY)
     assert abs(emu.received[-1].time - 1_000_000.0) < 5
+
+
+def test_client_disconnect_mid_stream_is_recorded(emu):
+    import socket
+
+    emu.fault("slow", delay=0.1)
+    body = json.dumps(msg_body(stream=True)).encode()
+    with socket.create_connection(("127.0.0.1", emu.port)) as s:
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\ncontent-type: application/json\r\n"
+                  + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        assert b"200" in s.recv(200)
+    for _ in range(100):
+        if emu.received[-1].error:
+            break
+        time.sleep(0.05)
+    assert emu.received[-1].error == "client disconnected"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 
 import pytest
 
@@ -49,8 +50,9 @@ def test_settings_are_written_only_once_the_proxy_answers(process_service):
     def watch():
         while not stop.is_set():
             if path.read_bytes() != USER_SETTINGS:
-                seen.append(health(port, timeout=2) is not None)
+                seen.append(health(port, timeout=10) is not None)
                 return
+            time.sleep(0.002)  # leave the GIL to on()
     t = threading.Thread(target=watch)
     t.start()
     try:

@@ -72,3 +72,14 @@ def test_gc_by_age_then_size():
     assert r.removed == 1 and not s.has(shas[1]) and s.has(shas[2]) and s.has(shas[3])
     assert r.kept_bytes <= 1024 * 1024
     assert s.gc(older_than_days=30, max_mb=1.0, now=now).removed == 0
+
+
+def test_durable_put_fsyncs_file_and_dir(monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    SpillStore().put(b"durable")
+    assert len(calls) == 2  # the file, then its directory
+    calls.clear()
+    SpillStore(dirs().spill / "fast", durable=False).put(b"not durable")
+    assert calls == []

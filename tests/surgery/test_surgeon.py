@@ -173,3 +173,27 @@ def test_openai_formats(endpoint):
     surgeon.commit()
     v2 = view_for(endpoint, copy.deepcopy(doc))
     assert surgeon.reapply(v2) == 1 and v2.serialize() == v.serialize()
+
+
+def test_reapply_adopting_the_previous_view_gives_the_same_bytes():
+    from scalpel_desktop.wire.incremental import parse_body
+
+    b, ids = builder()
+    surgeon, _ = make()
+    raw1 = jsoncodec.dumps(b.body())
+    p1 = parse_body(raw1)
+    v1 = view_for("messages", p1.doc)
+    cuts = surgeon.cut(v1, find_doom_spans(v1, None, 2), "s", "")
+    surgeon.commit(cuts[:1])  # the second cut never committed (say its body failed validation)
+    b.call("Glob", {"pattern": "*.md"}, "README.md")
+    raw2 = jsoncodec.dumps(b.body())
+    v2 = view_for("messages", parse_body(raw2, p1).doc, previous=v1)
+    assert surgeon.reapply(v2, previous=v1) == 1
+    fresh = view_for("messages", jsoncodec.loads(raw2))
+    assert surgeon.reapply(fresh) == 1
+    assert v2.serialize() == fresh.serialize()
+    assert v2.unit_hashes() == fresh.unit_hashes()
+    assert validate_rewrite(jsoncodec.loads(raw2), v2.doc) == []
+    assert v2.result(cuts[1].tool_use_id).content == view_for("messages", jsoncodec.loads(raw2)).result(cuts[1].tool_use_id).content
+    # the adopted unit is shared with the previous rewrite, the original documents are untouched
+    assert jsoncodec.dumps(p1.doc) == raw1

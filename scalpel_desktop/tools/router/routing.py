@@ -144,6 +144,12 @@ class Router:
         lines += [f"- {n}: {first_sentence(by_name[n].get('description'))}" for n in picked]
         return "\n".join(lines), picked
 
+    def log_answer(self, listing: list[dict[str, Any]]) -> None:
+        total = sum(tool_tokens(t) for t in self.catalog)
+        listed = sum(tool_tokens(t) for t in listing)
+        self.log(f"tools/list answered: {len(listing)} tool(s) listed (search tool included), {len(self.hidden())} hidden "
+                 f"(~{listed} of ~{total} tokens; ~{max(0, total - listed)} tokens saved per request)")
+
     def _log_decision(self, why: str) -> None:
         assert self.visible is not None
         total = sum(tool_tokens(t) for t in self.catalog)

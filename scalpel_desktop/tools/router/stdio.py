@@ -62,7 +62,6 @@ class StdioRouter:
 
         threading.Thread(target=read_client, name="mcp-client-reader", daemon=True).start()
         upstream = asyncio.create_task(self._pump_upstream())
-        tasks: set[asyncio.Task] = set()
         while True:
             getter = asyncio.create_task(lines.get())
             done, _ = await asyncio.wait({getter, upstream}, return_when=asyncio.FIRST_COMPLETED)
@@ -72,9 +71,13 @@ class StdioRouter:
             line = getter.result()
             if line is None:
                 break  # the client closed our stdin
-            t = asyncio.create_task(self._from_client(line))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
+            # One message at a time, in order: a tools/list waits for the catalogue before the
+            # next message is looked at, so what is listed never depends on a race.
+            try:
+                await self._from_client(line)
+            except (ConnectionError, BrokenPipeError) as e:
+                self.router.log(f"upstream connection lost ({e}); stopping")
+                break
         return await self._shutdown(upstream)
 
     async def _shutdown(self, upstream: asyncio.Task) -> int:
@@ -125,6 +128,7 @@ class StdioRouter:
             self.router.log(f"routing: could not build the list ({type(e).__name__}: {e}); relaying tools/list untouched")
             return False
         self._to_client({"jsonrpc": "2.0", "id": mid, "result": {"tools": tools}})
+        self.router.log_answer(tools)
         return True
 
     async def _answer_search(self, mid: Any, args: dict) -> None:

@@ -1,0 +1,128 @@
+"""Latency the full pipeline adds to a Claude Code shaped request, against pass-through.
+
+Run: ``python benchmarks/pipeline.py [--rounds N]``
+
+For request bodies of about 300 KB and 2.9 MB it times, side by side in one
+run, what the proxy does between receiving a request and forwarding it:
+
+* pass-through: the proxy with no stage (forward the bytes as they came);
+* warm: the full pipeline (identify + surgery) on a warm conversation - the
+  previous request of the conversation was processed, nothing is cut;
+* replaying cuts: earlier cuts are re-applied to every request (serialize,
+  validate) - the steady state after a natural break;
+* cutting: a request that arrives past the TTL and is cut (spill, stub, log).
+
+Each round appends one turn to the conversation, as Claude Code does, so the
+stage can reuse what it learnt from the previous request. The median and p90
+over the rounds are printed, and the added median against pass-through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scalpel_desktop.accounting.prices import PriceTable  # noqa: E402
+from scalpel_desktop.accounting.usage import Usage  # noqa: E402
+from scalpel_desktop.pipeline.chain import Chain  # noqa: E402
+from scalpel_desktop.pipeline.identify import Identify  # noqa: E402
+from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult  # noqa: E402
+from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage  # noqa: E402
+from scalpel_desktop.store.db import connect  # noqa: E402
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402
+from scalpel_desktop.wire.jsoncodec import dumps  # noqa: E402
+
+HEADERS = {"anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219",
+           "x-claude-code-session-id": "00000000-0000-4000-8000-000000000001"}
+
+
+def grow(s: SessionBuilder, i: int) -> None:
+    """One agent turn: a read of a file (re-read every few turns), sometimes an edit."""
+    path = f"/home/user/proj/src/mod{i % 37}.py"
+    s.call("Read", {"file_path": path}, file_text(path, 60 + (i * 7) % 90, salt=str(i // 37)))
+    if i % 5 == 0:
+        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, f"The file {path} has been updated.")
+
+
+def session_of(size: int) -> tuple[SessionBuilder, int]:
+    s = SessionBuilder()
+    i = 0
+    while len(dumps(s.body())) < size:
+        grow(s, i)
+        i += 1
+    return s, i
+
+
+def request(body: bytes, at: float) -> ApiRequest:
+    return ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", HEADERS, body, at)
+
+
+def run_case(size: int, case: str, rounds: int) -> list[float]:
+    tmp = tempfile.mkdtemp(prefix="scalpel-bench-pipeline-")
+    prices = PriceTable.builtin()
+    config = {"policy": "cold", "tier": 2}
+    if case == "pass-through":
+        chain = Chain([])
+    else:
+        stage = build_surgery_stage(config, connect(Path(tmp) / "l.db"), Path(tmp) / "spill", prices)
+        chain = Chain([Identify(), stage])
+    s, i = session_of(size)
+    t = 1_000_000.0
+    # Warm the conversation up: the first request is "first seen".
+    ex = chain.process(request(dumps(s.body()), t))
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 2))
+    if case in ("replaying cuts",):
+        t += 4000  # past the TTL: this request cuts, the timed ones replay
+        grow(s, i)
+        i += 1
+        ex = chain.process(request(dumps(s.body()), t))
+        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 2))
+        assert ex.decision.action == "cut", ex.decision.reason
+    times = []
+    for _ in range(rounds):
+        grow(s, i)
+        i += 1
+        t += 4000 if case == "cutting" else 20
+        body = dumps(s.body())
+        req = request(body, t)
+        start = time.perf_counter()
+        ex = chain.process(req)
+        out = ex.body_to_send()
+        elapsed = time.perf_counter() - start
+        times.append(elapsed * 1000)
+        if case == "cutting":
+            assert ex.decision.action == "cut", ex.decision.reason
+        if case == "replaying cuts":
+            assert out is not body and ex.decision.figures.get("replayed", 0) > 0
+        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 2))
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=25)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("SCALPEL_HOME", tempfile.mkdtemp(prefix="scalpel-home-"))
+    cases = ["pass-through", "warm", "replaying cuts", "cutting"]
+    print(f"{'body':>8}  {'case':<16} {'median ms':>10} {'p90 ms':>8} {'added median ms':>16}")
+    for label, size in (("300 KB", 300_000), ("2.9 MB", 2_900_000)):
+        base = None
+        for case in cases:
+            times = sorted(run_case(size, case, args.rounds))
+            med = statistics.median(times)
+            p90 = times[int(len(times) * 0.9) - 1]
+            if base is None:
+                base = med
+            print(f"{label:>8}  {case:<16} {med:>10.2f} {p90:>8.2f} {med - base:>16.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

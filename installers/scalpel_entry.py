@@ -1,0 +1,5 @@
+"""Entry point of the standalone build (PyInstaller): the `scalpel` command itself."""
+
+from scalpel_desktop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,420 @@
+"""Everything the dashboard reads from the ledger, as plain dataclasses.
+
+All of the dashboard's SQL lives here (widgets never query). Every function
+takes a read-only connection and the current time, so the app runs them in
+thread workers and tests call them with a frozen clock. Nothing here imports
+Textual or talks to the proxy.
+
+Definitions the screens rely on (docs/dashboard.md repeats them):
+
+* a session is *listed* when it sent a request in the last 24 hours, and
+  *active* when its last request is less than 5 minutes old (the default
+  cache TTL);
+* *context now* is the prompt of the session's latest main-agent request as the
+  provider counted it (input + cache writes + cache reads); without usage
+  counts, the proxy's estimate of the body sent, marked ``estimate``;
+* *cache share* is cache reads / prompt tokens over the session's last 10
+  requests that carried usage counts (sub-agents included);
+* *turns* are the main agent's requests (sub-agent requests counted apart);
+* savings windows are local calendar days: today, the last 7 days (today
+  included) and the last 30 days. Realized figures come from the ledger's
+  ``realized_*`` columns only; projected estimates are kept apart.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from scalpel_desktop.accounting.windows import context_window
+
+LISTED_S = 24 * 3600.0
+ACTIVE_S = 300.0
+RECENT_USAGE = 10
+MAX_SESSIONS = 50
+MAX_LOG_ROWS = 200
+CONVERSATION_ENDPOINTS = ("messages", "chat", "responses")
+_ENDPOINTS_SQL = "(" + ",".join(f"'{e}'" for e in CONVERSATION_ENDPOINTS) + ")"
+_MAIN = "(agent IS NULL OR agent = '')"
+
+
+# -- the connection ----------------------------------------------------------------
+
+
+def open_ledger(path: Path | str | None = None) -> sqlite3.Connection | None:
+    """A read-only connection to the ledger, or None when no ledger file exists yet."""
+    from scalpel_desktop.store.ledger import open_readonly
+
+    return open_readonly(path)
+
+
+def tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+@dataclass(frozen=True)
+class LedgerVersion:
+    """Changes whenever a row is added to a table the dashboard shows."""
+
+    requests: int = 0
+    cuts: tuple = ()
+    tools: tuple = ()
+
+
+def ledger_version(conn: sqlite3.Connection) -> LedgerVersion:
+    have = tables(conn)
+    req = conn.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()[0] if "requests" in have else 0
+    cuts = tuple(conn.execute("SELECT COUNT(*), MAX(created_at) FROM cuts").fetchone()) if "cuts" in have else ()
+    tools: tuple = ()
+    if "tool_removal_history" in have:
+        tools = (conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_removal_history").fetchone()[0],
+                 conn.execute("SELECT COUNT(*), MAX(last_seen) FROM tool_sessions").fetchone())
+    return LedgerVersion(int(req or 0), cuts, tools)
+
+
+# -- live sessions -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session: str
+    model: str
+    context_tokens: int | None  # prompt tokens of the latest main-agent request
+    context_source: str  # "usage" | "estimate" | ""
+    window: int  # the model's context window, tokens
+    cache_share: float | None  # cache reads / prompt tokens, last RECENT_USAGE requests with usage
+    cache_requests: int  # how many requests that share rests on
+    turns: int  # main-agent requests
+    subagent_requests: int
+    last_ts: float
+    last_decision: str
+    last_reason: str
+    realized_tokens: int
+    realized_usd: float
+    active: bool
+
+    @property
+    def share(self) -> float | None:
+        """Context as a share of the model's window."""
+        if self.context_tokens is None or not self.window:
+            return None
+        return self.context_tokens / self.window
+
+
+@dataclass(frozen=True)
+class SessionsData:
+    now: float
+    rows: list[SessionRow] = field(default_factory=list)
+    requests_today: int = 0
+    missing: str = ""  # why there is nothing to show (no ledger yet, ...)
+
+    @property
+    def active(self) -> int:
+        return sum(1 for r in self.rows if r.active)
+
+
+def load_sessions(conn: sqlite3.Connection, now: float) -> SessionsData:
+    if "requests" not in tables(conn):
+        return SessionsData(now, missing="the ledger has no requests table yet")
+    today = conn.execute("SELECT COUNT(*) FROM requests WHERE ts >= ? AND ts <= ?",
+                         (local_midnight(now), now)).fetchone()[0]
+    listed = conn.execute(
+        f"""SELECT session, MAX(ts) FROM requests
+            WHERE ts >= ? AND ts <= ? AND session IS NOT NULL AND session != '' AND endpoint IN {_ENDPOINTS_SQL}
+            GROUP BY session ORDER BY MAX(ts) DESC LIMIT ?""",
+        (now - LISTED_S, now, MAX_SESSIONS)).fetchall()
+    rows = [_session_row(conn, session, now) for session, _last in listed]
+    return SessionsData(now, rows, int(today))
+
+
+def _session_row(conn: sqlite3.Connection, session: str, now: float) -> SessionRow:
+    where = f"session = ? AND ts <= ? AND endpoint IN {_ENDPOINTS_SQL}"
+    turns, sub, last_ts, r_tok, r_usd = conn.execute(
+        f"""SELECT SUM(CASE WHEN {_MAIN} THEN 1 ELSE 0 END), SUM(CASE WHEN {_MAIN} THEN 0 ELSE 1 END),
+                   MAX(ts), COALESCE(SUM(realized_tokens), 0), COALESCE(SUM(realized_usd), 0.0)
+            FROM requests WHERE {where}""", (session, now)).fetchone()
+    latest = conn.execute(
+        f"""SELECT model, input_tokens, cache_write_5m, cache_write_1h, cache_read, est_tokens_after,
+                   est_tokens_before
+            FROM requests WHERE {where}
+            ORDER BY (CASE WHEN {_MAIN} THEN 0 ELSE 1 END), ts DESC, id DESC LIMIT 1""",
+        (session, now)).fetchone()
+    model, i, w5, w1, cr, est_after, est_before = latest
+    if any(v is not None for v in (i, w5, w1, cr)):
+        context, source = (i or 0) + (w5 or 0) + (w1 or 0) + (cr or 0), "usage"
+    elif est_after is not None or est_before is not None:
+        context, source = int(est_after if est_after is not None else est_before), "estimate"
+    else:
+        context, source = None, ""
+    recent = conn.execute(
+        f"""SELECT COALESCE(input_tokens, 0) + COALESCE(cache_write_5m, 0) + COALESCE(cache_write_1h, 0)
+                     + COALESCE(cache_read, 0), COALESCE(cache_read, 0)
+            FROM requests WHERE {where} AND (input_tokens IS NOT NULL OR cache_read IS NOT NULL)
+            ORDER BY ts DESC, id DESC LIMIT ?""", (session, now, RECENT_USAGE)).fetchall()
+    prompt = sum(r[0] for r in recent)
+    cache_share = (sum(r[1] for r in recent) / prompt) if prompt else None
+    decision, reason = conn.execute(
+        f"SELECT decision, reason FROM requests WHERE {where} ORDER BY ts DESC, id DESC LIMIT 1",
+        (session, now)).fetchone()
+    return SessionRow(
+        session=session, model=model or "", context_tokens=context, context_source=source,
+        window=context_window(model), cache_share=cache_share, cache_requests=len(recent),
+        turns=int(turns or 0), subagent_requests=int(sub or 0), last_ts=float(last_ts),
+        last_decision=decision or "", last_reason=reason or "", realized_tokens=int(r_tok or 0),
+        realized_usd=float(r_usd or 0.0), active=now - float(last_ts) < ACTIVE_S,
+    )
+
+
+# -- savings over time ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Period:
+    label: str
+    since: float
+    days: int
+    requests: int = 0
+    changed_requests: int = 0
+    realized_tokens: int = 0
+    realized_usd: float = 0.0
+    projected_tokens: int = 0
+    projected_usd: float = 0.0
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    cache_read: int = 0
+
+    @property
+    def cache_share(self) -> float | None:
+        return self.cache_read / self.prompt_tokens if self.prompt_tokens else None
+
+
+@dataclass(frozen=True)
+class DayPoint:
+    day: str  # YYYY-MM-DD, local
+    start: float
+    realized_tokens: int = 0
+    realized_usd: float = 0.0
+    requests: int = 0
+
+
+@dataclass(frozen=True)
+class SavingsData:
+    now: float
+    periods: tuple[Period, ...] = ()  # today, 7 days, 30 days
+    days: tuple[DayPoint, ...] = ()  # the last 30 local days, oldest first, zero-filled
+    prices_as_of: str = ""
+    projected_weight: str = ""
+    assumed_prices: dict[str, str] = field(default_factory=dict)
+    missing: str = ""
+
+
+PERIODS = (("Today", 1), ("7 days", 7), ("30 days", 30))
+
+
+def day_starts(now: float, days: int) -> list[float]:
+    """Local midnights of the last ``days`` days, oldest first (today's last)."""
+    today = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return [(today - timedelta(days=k)).timestamp() for k in range(days - 1, -1, -1)]
+
+
+def local_midnight(now: float) -> float:
+    return day_starts(now, 1)[0]
+
+
+def load_savings(conn: sqlite3.Connection, now: float, prices: Any = None) -> SavingsData:
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.accounting.report import build_report
+
+    starts = day_starts(now, 30)
+    if "requests" not in tables(conn):
+        return SavingsData(now, missing="the ledger has no requests table yet")
+    prices = prices or PriceTable.load()
+    rep = build_report(conn, since=starts[0], until=now + 1e-6, by="day", prices=prices)
+    groups = {g["key"]: g for g in rep["groups"]}
+    points = []
+    for start in starts:
+        key = datetime.fromtimestamp(start).strftime("%Y-%m-%d")
+        g = groups.get(key)
+        points.append(DayPoint(key, start, int(g["realized"]["tokens"]) if g else 0,
+                               float(g["realized"]["usd"]) if g else 0.0, int(g["requests"]) if g else 0))
+    periods = []
+    for label, n in PERIODS:
+        since = starts[-n]
+        chosen = [groups[p.day] for p in points[-n:] if p.day in groups]
+        periods.append(Period(
+            label, since, n,
+            requests=sum(g["requests"] for g in chosen),
+            changed_requests=sum(g["projected"]["changed_requests"] for g in chosen),
+            realized_tokens=sum(g["realized"]["tokens"] for g in chosen),
+            realized_usd=sum(g["realized"]["usd"] for g in chosen),
+            projected_tokens=sum(g["projected"]["tokens"] for g in chosen),
+            projected_usd=sum(g["projected"]["usd"] for g in chosen),
+            cost_usd=sum(g["cost_usd"] for g in chosen),
+            prompt_tokens=sum(g["prompt_tokens"] for g in chosen),
+            cache_read=sum(g["tokens"]["cache_read"] for g in chosen),
+        ))
+    return SavingsData(now, tuple(periods), tuple(points), rep["prices"]["as_of"], rep["projected_weight"],
+                       dict(rep["assumed_prices"]))
+
+
+# -- decisions log -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    id: int
+    ts: float
+    session: str
+    agent: str
+    model: str
+    decision: str
+    reason: str
+    tokens_removed: int
+    realized_tokens: int | None
+    realized_usd: float | None
+    status: int | None
+
+
+@dataclass(frozen=True)
+class CutRow:
+    tool_use_id: str
+    created_at: float
+    session: str
+    agent: str
+    tool: str  # the tool whose result was cut ("" when the inventory did not record the call)
+    kind: str  # why: superseded_read | duplicate | failed | dead_snapshot | stale_large
+    tokens: int
+    sha256: str
+    spill_path: str  # absolute path of the spill file
+    spill_bytes: int | None  # None when the spill file is gone (gc'd, or another machine)
+
+
+@dataclass(frozen=True)
+class DecisionsData:
+    now: float
+    decisions: list[DecisionRow] = field(default_factory=list)
+    cuts: list[CutRow] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # decision -> requests, all time
+    include_unchanged: bool = False
+    missing: str = ""
+
+
+def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: bool = False,
+                   spill_dir: Path | None = None, limit: int = MAX_LOG_ROWS) -> DecisionsData:
+    have = tables(conn)
+    if "requests" not in have:
+        return DecisionsData(now, missing="the ledger has no requests table yet")
+    cond = "ts <= ?" + ("" if include_unchanged else " AND COALESCE(decision, 'unchanged') != 'unchanged'")
+    decisions = [
+        DecisionRow(int(r[0]), float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5] or "unknown", r[6] or "",
+                    int(r[7] or 0), r[8], r[9], r[10])
+        for r in conn.execute(
+            f"""SELECT id, ts, session, agent, model, decision, reason, tokens_removed, realized_tokens,
+                       realized_usd, status
+                FROM requests WHERE {cond} ORDER BY ts DESC, id DESC LIMIT ?""", (now, limit))
+    ]
+    counts = {(d or "unknown"): int(n) for d, n in conn.execute(
+        "SELECT decision, COUNT(*) FROM requests WHERE ts <= ? GROUP BY decision", (now,))}
+    cuts: list[CutRow] = []
+    if "cuts" in have:
+        join = ("LEFT JOIN tool_calls t ON t.session = c.session AND t.tool_use_id = c.tool_use_id"
+                if "tool_calls" in have else "")
+        tool = "t.name" if join else "NULL"
+        from scalpel_desktop.store.spill import SpillStore
+
+        spill = SpillStore(spill_dir)
+        for r in conn.execute(
+                f"""SELECT c.tool_use_id, c.created_at, c.session, c.agent, {tool}, c.kind, c.tokens,
+                           c.original_sha256
+                    FROM cuts c {join} WHERE c.created_at <= ?
+                    ORDER BY c.created_at DESC, c.tool_use_id LIMIT ?""", (now, limit)):
+            try:
+                path = spill.path(r[7])
+            except ValueError:
+                path = None
+            cuts.append(CutRow(r[0], float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5], int(r[6]), r[7] or "",
+                               str(path) if path else "", _size(path)))
+    return DecisionsData(now, decisions, cuts, counts, include_unchanged)
+
+
+def _size(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+# -- tools ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolRow:
+    name: str
+    kind: str
+    tokens: int
+    sessions: int
+    calls: int
+    removal: str | None  # the removal-list entry covering this name (itself, or mcp__<server>)
+    status: str
+    realized_tokens: int
+    realized_usd: float | None
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    name: str
+    kind: str
+    tokens: int
+    sessions: int
+    days: float
+    projected_tokens_per_session: int
+    projected_usd_per_session: float | None
+    priced_as: str
+    basis: str
+    needs_force: bool
+    summary: str
+
+
+@dataclass(frozen=True)
+class ToolsData:
+    now: float
+    tool_filter: bool
+    tools: list[ToolRow] = field(default_factory=list)
+    removals: tuple[str, ...] = ()
+    suggestions: list[Suggestion] = field(default_factory=list)
+    withheld: int = 0
+    coverage_sessions: int = 0
+    coverage_days: float = 0.0
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    realized_tokens: int = 0
+    realized_usd: float | None = None
+    missing: str = ""
+
+
+def load_tools(conn: sqlite3.Connection, now: float, *, tool_filter: bool, prices: Any = None) -> ToolsData:
+    """The inventory and suggestions, through the tools package's own readers (read-only)."""
+    if "tool_declarations" not in tables(conn):
+        return ToolsData(now, tool_filter, missing="no tool inventory yet (the ledger has no tools tables)")
+    from scalpel_desktop.tools.listing import inventory_listing
+    from scalpel_desktop.tools.store import ToolStore
+    from scalpel_desktop.tools.suggest import build_report
+
+    store = ToolStore(conn)  # only its read paths are used: the connection is read-only
+    listing = inventory_listing(store, {"tool_filter": tool_filter})
+    report = build_report(store, prices=prices)
+    tools = [ToolRow(t["name"], t["kind"], int(t["tokens"]), int(t["sessions"]), int(t["calls"]), t["removal"],
+                     t["status"], int(t["realized"]["tokens"] or 0), t["realized"]["usd"]) for t in listing["tools"]]
+    suggestions = [Suggestion(s["name"], s["kind"], int(s["tokens"]), int(s["sessions"]), float(s["days"]),
+                              int(s["projected"]["tokens_per_session"]), s["projected"]["usd_per_session"],
+                              s["projected"]["priced_as"], s["basis"], bool(s["needs_force"]), s["summary"])
+                   for s in report["suggestions"]]
+    return ToolsData(now, tool_filter, tools, tuple(r["name"] for r in listing["removals"]), suggestions,
+                     int(report["withheld"]["count"]), int(report["coverage"]["sessions"]),
+                     float(report["coverage"]["days"]), dict(report["thresholds"]),
+                     int(listing["realized"]["tokens"] or 0), listing["realized"]["usd"])

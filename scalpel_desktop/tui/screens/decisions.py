@@ -1,0 +1,117 @@
+"""Decisions log: what the pipeline did to requests, and every cut (what, why, size, spill file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from scalpel_desktop.tui import format as fmt
+from scalpel_desktop.tui.data import CutRow, DecisionsData
+from scalpel_desktop.tui.messages import ReloadRequested
+from scalpel_desktop.tui.screens.sessions import decision_style
+
+KIND_WHY = {
+    "superseded_read": "superseded read (the file was read again later)",
+    "duplicate": "duplicate of a later identical result",
+    "failed": "failed command, long past",
+    "dead_snapshot": "dead snapshot (replaced by a newer one)",
+    "stale_large": "stale large result",
+}
+
+
+class DecisionsView(Vertical):
+    BINDINGS = [Binding("a", "toggle_unchanged", "All/changed", show=True)]
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.include_unchanged = False
+        self._cuts: dict[str, CutRow] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("Requests", id="decisions-summary", classes="summary")
+        requests: DataTable = DataTable(id="decisions-table", cursor_type="row", zebra_stripes=True)
+        for key, label in (("time", "Time"), ("session", "Session"), ("model", "Model"), ("decision", "Decision"),
+                           ("removed", "Removed (est.)"), ("realized", "Realized"), ("reason", "Why")):
+            requests.add_column(label, key=key)
+        yield requests
+        yield Static("Cuts (surgery log): every removed tool result, kept byte for byte in a spill file",
+                     id="cuts-title", classes="subtitle")
+        cuts: DataTable = DataTable(id="cuts-table", cursor_type="row", zebra_stripes=True)
+        for key, label in (("time", "Time"), ("session", "Session"), ("tool", "Tool"), ("kind", "Why"),
+                           ("tokens", "Size (tokens)"), ("spill", "Spill file")):
+            cuts.add_column(label, key=key)
+        yield cuts
+        yield Static("", id="cut-detail", classes="detail")
+
+    def action_toggle_unchanged(self) -> None:
+        self.include_unchanged = not self.include_unchanged
+        self.post_message(ReloadRequested("decisions"))
+
+    def show(self, data: DecisionsData) -> None:
+        summary = self.query_one("#decisions-summary", Static)
+        if data.missing:
+            summary.update(f"Nothing to show yet: {data.missing}.")
+            return
+        counts = " · ".join(f"{k} {v:,}" for k, v in sorted(data.counts.items(), key=lambda kv: -kv[1]))
+        shown = "all requests" if data.include_unchanged else "requests the pipeline changed, refused or failed"
+        summary.update(Text.assemble(("Decisions ", "bold"), f"({shown}; a: toggle) — all time: ", (counts or "none",
+                                                                                                      "dim")))
+        table = self.query_one("#decisions-table", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for d in data.decisions:
+            table.add_row(
+                fmt.day_time(d.ts), fmt.short_id(d.session, 10), d.model,
+                Text(d.decision, style=decision_style(d.decision)),
+                Text(fmt.tokens(d.tokens_removed) if d.tokens_removed else "", justify="right"),
+                Text(fmt.tokens(d.realized_tokens) if d.realized_tokens is not None else "", justify="right"),
+                d.reason, key=str(d.id))
+        if data.decisions:
+            table.move_cursor(row=min(cursor, len(data.decisions) - 1))
+        cuts = self.query_one("#cuts-table", DataTable)
+        cursor = cuts.cursor_row
+        cuts.clear()
+        self._cuts = {c.tool_use_id: c for c in data.cuts}
+        for c in data.cuts:
+            cuts.add_row(fmt.day_time(c.created_at), fmt.short_id(c.session, 10), c.tool or "?", c.kind,
+                         Text(fmt.tokens(c.tokens), justify="right"), spill_cell(c), key=c.tool_use_id)
+        if data.cuts:
+            cuts.move_cursor(row=min(cursor, len(data.cuts) - 1))
+            self._detail(data.cuts[cuts.cursor_row])
+        else:
+            self._detail(None)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "cuts-table" and event.row_key is not None:
+            self._detail(self._cuts.get(event.row_key.value))
+
+    def _detail(self, c: CutRow | None) -> None:
+        detail = self.query_one("#cut-detail", Static)
+        if c is None:
+            detail.update("No cuts recorded yet.")
+            return
+        from scalpel_desktop.paths import home_relative
+
+        shown = home_relative(Path(c.spill_path)) if c.spill_path else "?"
+        link = Path(c.spill_path).as_uri() if c.spill_path else ""
+        detail.update(Text.assemble(
+            ("Cut ", "dim"), (c.tool_use_id, "bold"), (" of ", "dim"), c.tool or "an unrecorded tool",
+            ("  session ", "dim"), c.session, "\n",
+            ("Why ", "dim"), KIND_WHY.get(c.kind, c.kind), ("  ·  size ", "dim"), f"{fmt.tokens(c.tokens)} tokens", "\n",
+            ("Original ", "dim"), (shown, f"link {link}" if link else ""),
+            (f"  ({fmt.size_bytes(c.spill_bytes)})" if c.spill_bytes is not None else "  (spill file gone)", "dim"),
+            ("  ·  scalpel spill show " + c.sha256[:12], "dim")))
+
+
+def spill_cell(c: CutRow) -> Text:
+    if not c.sha256:
+        return Text("?", style="red")
+    label = f"spill/{c.sha256[:2]}/{c.sha256[:10]}…"
+    if c.spill_bytes is None:
+        return Text(label + " (gone)", style="dim strike")
+    return Text(label + f" {fmt.size_bytes(c.spill_bytes)}")

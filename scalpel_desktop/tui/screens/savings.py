@@ -1,0 +1,70 @@
+"""Savings over time: realized (from usage counts of changed requests), today / 7 days / 30 days."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from scalpel_desktop.tui import format as fmt
+from scalpel_desktop.tui.data import Period, SavingsData
+from scalpel_desktop.tui.widgets.barchart import Bar, BarChart
+
+STYLE_TODAY = "bold #f5c542"
+STYLE_WEEK = "#3fb950"
+STYLE_MONTH = "#4a8fe7"
+
+
+class SavingsView(Vertical):
+    """The second tab: three period cards and a 30-day chart of realized tokens per day."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="savings-cards"):
+            for key, title in (("today", "Today"), ("week", "7 days"), ("month", "30 days")):
+                yield Static(title, id=f"savings-{key}", classes="card")
+        yield Static("Realized tokens saved per day, last 30 days", id="savings-chart-title", classes="subtitle")
+        yield BarChart(fmt.tokens_short, id="savings-chart")
+        yield Static("", id="savings-notes", classes="detail")
+
+    def show(self, data: SavingsData) -> None:
+        if data.missing:
+            self.query_one("#savings-notes", Static).update(f"Nothing to show yet: {data.missing}.")
+            return
+        for key, period in zip(("today", "week", "month"), data.periods):
+            self.query_one(f"#savings-{key}", Static).update(card(period))
+        bars = []
+        for i, p in enumerate(data.days):
+            age = len(data.days) - 1 - i
+            style = STYLE_TODAY if age == 0 else (STYLE_WEEK if age < 7 else STYLE_MONTH)
+            bars.append(Bar(p.day[-2:], float(p.realized_tokens), style))
+        self.query_one("#savings-chart", BarChart).set_bars(bars)
+        first = datetime.fromtimestamp(data.days[0].start).strftime("%b %d") if data.days else ""
+        self.query_one("#savings-chart-title", Static).update(Text.assemble(
+            "Realized tokens saved per day since ", first, "  ",
+            ("██", STYLE_TODAY), " today  ", ("██", STYLE_WEEK), " last 7 days  ", ("██", STYLE_MONTH), " older"))
+        month = data.periods[-1]
+        notes = Text.assemble(
+            ("Realized", "bold"), " = from the provider's usage counts of requests scalpel changed, priced at the tier "
+            "each removed token would have been billed at. ",
+            ("Projected", "bold"), f" (estimate, not in the figures above): 30 days {fmt.tokens(month.projected_tokens)} "
+            f"tokens removed ≈ {fmt.usd(month.projected_usd)}; weight: {data.projected_weight}.\n",
+            ("Prices as of ", "dim"), data.prices_as_of or "?")
+        if data.assumed_prices:
+            notes.append("  · assumed prices: " + ", ".join(f"{m} as {f}" for m, f in data.assumed_prices.items()),
+                         style="yellow")
+        self.query_one("#savings-notes", Static).update(notes)
+
+
+def card(p: Period) -> Text:
+    share = (p.realized_usd / (p.cost_usd + p.realized_usd)) if (p.cost_usd + p.realized_usd) > 0 else None
+    return Text.assemble(
+        (p.label, "bold"), "\n",
+        ("realized  ", "dim"), (f"{fmt.tokens(p.realized_tokens)} tokens", "bold green"), "\n",
+        ("          ", "dim"), (fmt.usd(p.realized_usd), "bold green"),
+        (f"  ({fmt.pct(share)} of the bill)" if share is not None else "", "dim"), "\n",
+        ("changed   ", "dim"), f"{p.changed_requests:,} of {p.requests:,} requests", "\n",
+        ("spent     ", "dim"), fmt.usd(p.cost_usd), ("  cache share ", "dim"), fmt.pct(p.cache_share),
+    )
