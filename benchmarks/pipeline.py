@@ -6,8 +6,11 @@ For request bodies of about 300 KB and 2.9 MB it times, side by side in one
 run, what the proxy does between receiving a request and forwarding it:
 
 * pass-through: the proxy with no stage (forward the bytes as they came);
-* warm: the full pipeline (identify + surgery) on a warm conversation - the
-  previous request of the conversation was processed, nothing is cut;
+* warm: the full pipeline (parse-reuse + identify + surgery) on a warm
+  conversation - the previous request of the conversation was processed,
+  nothing is cut;
+* warm, no parse reuse: the same without the parse-reuse stage (every body
+  parsed whole by the lazy ``Exchange.doc``);
 * replaying cuts: earlier cuts are re-applied to every request (serialize,
   validate) - the steady state after a natural break;
 * cutting: a request that arrives past the TTL and is cut (spill, stub, log).
@@ -33,6 +36,7 @@ from scalpel_desktop.accounting.prices import PriceTable  # noqa: E402
 from scalpel_desktop.accounting.usage import Usage  # noqa: E402
 from scalpel_desktop.pipeline.chain import Chain  # noqa: E402
 from scalpel_desktop.pipeline.identify import Identify  # noqa: E402
+from scalpel_desktop.pipeline.parse_reuse import ParseReuse  # noqa: E402
 from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult  # noqa: E402
 from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage  # noqa: E402
 from scalpel_desktop.store.db import connect  # noqa: E402
@@ -72,7 +76,8 @@ def run_case(size: int, case: str, rounds: int) -> list[float]:
         chain = Chain([])
     else:
         stage = build_surgery_stage(config, connect(Path(tmp) / "l.db"), Path(tmp) / "spill", prices)
-        chain = Chain([Identify(), stage])
+        first = [] if case == "warm, no parse reuse" else [ParseReuse()]
+        chain = Chain([*first, Identify(), stage])
     s, i = session_of(size)
     t = 1_000_000.0
     # Warm the conversation up: the first request is "first seen".
@@ -86,7 +91,13 @@ def run_case(size: int, case: str, rounds: int) -> list[float]:
         chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 2))
         assert ex.decision.action == "cut", ex.decision.reason
     times = []
-    for _ in range(rounds):
+    for r in range(rounds):
+        if case == "cutting":
+            # Three files read then edited (three superseded reads, a batch worth cutting).
+            for j in range(3):
+                path = f"/home/user/proj/new/r{r}_{j}.py"
+                s.call("Read", {"file_path": path}, file_text(path, 200))
+                s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated")
         grow(s, i)
         i += 1
         t += 4000 if case == "cutting" else 20
@@ -110,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=25)
     args = ap.parse_args(argv)
     os.environ.setdefault("SCALPEL_HOME", tempfile.mkdtemp(prefix="scalpel-home-"))
-    cases = ["pass-through", "warm", "replaying cuts", "cutting"]
-    print(f"{'body':>8}  {'case':<16} {'median ms':>10} {'p90 ms':>8} {'added median ms':>16}")
+    cases = ["pass-through", "warm", "warm, no parse reuse", "replaying cuts", "cutting"]
+    print(f"{'body':>8}  {'case':<21} {'median ms':>10} {'p90 ms':>8} {'added median ms':>16}")
     for label, size in (("300 KB", 300_000), ("2.9 MB", 2_900_000)):
         base = None
         for case in cases:
@@ -120,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             p90 = times[int(len(times) * 0.9) - 1]
             if base is None:
                 base = med
-            print(f"{label:>8}  {case:<16} {med:>10.2f} {p90:>8.2f} {med - base:>16.2f}")
+            print(f"{label:>8}  {case:<21} {med:>10.2f} {p90:>8.2f} {med - base:>16.2f}")
     return 0
 
 

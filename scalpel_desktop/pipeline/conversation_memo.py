@@ -78,6 +78,25 @@ class Snapshot:
     shift: list[int]  # sent offset of ends[i] = ends[i] + shift[i]
     sent_hashes: list[bytes]
     stubs: list[tuple[str, int, int, int]] = field(default_factory=list)  # (id, sent offset, tokens saved, unit)
+    _head: bytes | None = field(default=None, repr=False)
+
+    def head(self) -> bytes:
+        """``raw`` up to the end of its second-to-last message: what the next request repeats."""
+        if self._head is None:
+            ends = self.layout.ends
+            self._head = self.raw[: ends[-2]] if len(ends) >= 2 else b""
+        return self._head
+
+
+def repeats(raw: bytes, prev: Snapshot, k: int) -> bool:
+    """Does ``raw`` repeat ``prev``'s bytes through its message ``k - 1``? (memcmp, no copy
+    in the common case ``k == len(prev.layout.ends) - 1``)."""
+    end = prev.layout.ends[k - 1]
+    if len(raw) <= end:
+        return False
+    if k == len(prev.layout.ends) - 1:
+        return raw.startswith(prev.head())
+    return raw[:end] == prev.raw[:end]
 
 
 def locate(raw: bytes, doc: Any, prev: Snapshot | None) -> Layout | None:
@@ -93,8 +112,7 @@ def locate(raw: bytes, doc: Any, prev: Snapshot | None) -> Layout | None:
     if prev is not None:
         k = min(len(prev.layout.ends) - 1, n - 1)
         if k > 0:
-            end = prev.layout.ends[k - 1]
-            if len(raw) > end and raw[:end] == prev.raw[:end]:
+            if repeats(raw, prev, k):
                 ends = prev.layout.ends[:k]
                 sizes = prev.layout.sizes[:k]
                 hashes = prev.layout.hashes[:k]

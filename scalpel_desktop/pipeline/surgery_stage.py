@@ -19,8 +19,13 @@ there) and prices the realized saving from the usage counts (SPEC 7): each
 removed token at the rate its position was billed at in this request - cache
 read, cache write, or plain input after the last cached point.
 
-The stage keeps, per conversation, the previous request's analysis (unit
-digests and sizes by unit content) so an unchanged prefix is not hashed again.
+Speed: per conversation the stage keeps the previous request (raw bytes, where
+each message sits, hashes, the body sent with its stubs: ``conversation_memo``).
+When the new request's bytes match it up to the previous last message, the
+new messages alone are located and hashed; and when the economist's break
+leaves nothing that could be cut (cold: every result at or after the break is
+among the ``keep_recent`` protected ones), the body to send is the previous
+sent body's prefix plus the new bytes - no view, no analysis, no re-serialize.
 Everything the bench needs is injectable: config, spill, cut log, economist,
 prices; times come from ``ApiRequest.received_at`` and
 ``ResponseResult.finished_at``. A replay that knows where the client rewrote
@@ -33,29 +38,28 @@ request as the live proxy would have seen it.
 from __future__ import annotations
 
 import logging
-import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
+from scalpel_desktop.pipeline.conversation_memo import CLOSE, Layout, Memo, Snapshot, locate, region_hash, unit_hash
 from scalpel_desktop.pipeline.seam import Decision, Exchange
-from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta, ttl_seconds
+from scalpel_desktop.pipeline.surgery_support import (
+    Sent,
+    excluded,
+    int_or_none,
+    message_ttl_s,
+    realized,
+    rewrite_problem,
+    setting,
+)
+from scalpel_desktop.surgery.economist import Break, Candidate, Economist, RequestShape, tool_changes_beta
 from scalpel_desktop.wire.identity import conversation_key
+from scalpel_desktop.wire.jsoncodec import dumps
 
 log = logging.getLogger("scalpel.surgery")
 
 ENDPOINTS = ("messages", "chat", "responses")
-
-
-@dataclass
-class _Sent:
-    """What the stage remembers of one request until its response ends."""
-
-    serial: int
-    key: Any
-    model: str
-    stubs: list[tuple[str, float, int, str]] = field(default_factory=list)  # (id, position 0..1, tokens saved, new|replayed)
-    rewrite_tokens: int = 0
+_Sent = Sent  # kept for callers that imported the old name
 
 
 class SurgeryStage:
@@ -78,15 +82,10 @@ class SurgeryStage:
         from scalpel_desktop.surgery.surgeon import Surgeon
 
         self.surgeon = Surgeon(spill, cutlog)
+        self.memo = Memo()
 
-    # ------------------------------------------------------------------ settings
     def _get(self, name: str) -> Any:
-        getter = getattr(self.config, "get", None)
-        if isinstance(self.config, dict):
-            from scalpel_desktop.config import KEYS
-
-            return self.config.get(name, KEYS[name].default)
-        return getter(name)
+        return setting(self.config, name)
 
     # ------------------------------------------------------------------ request
     def on_request(self, ex: Exchange) -> None:
@@ -94,55 +93,84 @@ class SurgeryStage:
         if req.endpoint not in ENDPOINTS or not req.body:
             return
         doc = ex.doc
+        if not isinstance(doc, dict):
+            return
+        key = ex.key or conversation_key(req.headers, doc)
+        ex.key = key
+        model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+        ckey = (key.session_id, key.agent_id) if hasattr(key, "session_id") else key
+        policy = str(self._get("policy"))
+        # An earlier mutating stage (the tool filter) may have rewritten the body from
+        # ex.doc already: its bytes are the base we work on, and what fail-open keeps.
+        base = ex.new_body if ex.new_body is not None else req.body
+        layout: Layout | None = None
+        if req.endpoint == "messages":
+            snap = self.memo.get(ckey)
+            given = ex.notes.get("layout")
+            if base is req.body and snap is not None and given is not None and ex.notes.get("layout_base") is snap.raw \
+                    and given.reused == len(snap.layout.ends) - 1:
+                layout = given  # parse-reuse already matched this very previous body
+            else:
+                layout = locate(base, doc, snap)
+            if snap is not None and layout is not None and layout.reused \
+                    and self._fast(ex, doc, ckey, model, policy, snap, layout, base):
+                return
+        self.memo.drop(ckey)
         from scalpel_desktop.wire.view import view_for
 
         view = view_for(req.endpoint, doc)
         if view is None:
             return
-        key = ex.key or conversation_key(req.headers, doc)
-        ex.key = key
-        model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
-        if self._excluded(view.cwd()):
+        if excluded(view.cwd(), self._get("exclude_dirs")):
             ex.decision = Decision("unchanged", "working directory excluded")
             return
-
         replayed = self._reapply(view)
-        shape = self._shape(ex, view, key, model)
-        from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
+        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout), layout, policy,
+                            blocks=view if policy == "payback" else None)
+        brk = self.economist.natural_break(shape)
+        spans = []
+        if policy != "off" and (policy == "payback" or _results_from(view, brk.index) > int(self._get("keep_recent"))):
+            from scalpel_desktop.surgery.doom import find_doom_spans
 
-        spans = find_doom_spans(view, self.config, tier=int(self._get("tier")))
+            spans = find_doom_spans(view, self.config, tier=int(self._get("tier")))
+        from scalpel_desktop.surgery.doom import STUB_TOKENS
+
         candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
-        plan = self.economist.decide(shape, candidates, policy=str(self._get("policy")))
+        plan = self.economist.decide(shape, candidates, policy=policy)
         cuts: list = []
         if plan.cut_ids:
             wanted = set(plan.cut_ids)
-            chosen = [s for s in spans if s.tool_use_id in wanted]
             try:
-                cuts = self.surgeon.cut(view, chosen, session=getattr(key, "session_id", ""),
-                                        agent=getattr(key, "agent_id", ""))
+                cuts = self.surgeon.cut(view, [s for s in spans if s.tool_use_id in wanted],
+                                        session=getattr(key, "session_id", ""), agent=getattr(key, "agent_id", ""))
             except Exception as e:  # noqa: BLE001 - no spill, no cut
                 log.warning("cut failed, forwarding without new cuts: %s", e)
                 self.surgeon.discard()
-                return self._forward_original(ex, shape, f"cut failed: {type(e).__name__}: {e}", view)
-        body = req.body
+                return self._forward_original(ex, shape, f"cut failed: {type(e).__name__}: {e}", view, layout)
+        body = base
         if view.replaced:
             from scalpel_desktop.wire.jsoncodec import round_trips
 
-            if not round_trips(req.body, view.original_doc):
+            if not round_trips(base, view.original_doc):
                 self.surgeon.discard(cuts)
-                return self._forward_original(ex, shape, "body does not round-trip through the codec: forwarded as sent", view)
+                return self._forward_original(ex, shape, "body does not round-trip through the codec: forwarded as sent",
+                                              view, layout)
             body = view.serialize()
-            problem = self._invalid(view, body)
+            problem = rewrite_problem(view)
             if problem:
                 self.surgeon.discard(cuts)
-                return self._forward_original(ex, shape, f"rewrite refused: {problem}", view)
+                return self._forward_original(ex, shape, f"rewrite refused: {problem}", view, layout)
             if cuts:
                 self.surgeon.commit(cuts)
             ex.new_body = body
-        serial = self.economist.record_sent(shape, view.unit_hashes(), plan.natural_break)
-        sent = _Sent(serial, shape.key, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
-        sent.stubs = self._stub_positions(body, replayed, cuts)
+        sent_hashes = self._hashes(view, layout) if cuts else shape.unit_hashes
+        serial = self.economist.record_sent(shape, sent_hashes, plan.natural_break)
+        sent = Sent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
+        positions = _stub_positions(body, view, replayed, cuts)
+        sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
         ex.notes["surgery"] = sent
+        if layout is not None:
+            self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         removed = sum(t for _, _, t, _ in sent.stubs)
         figures = dict(plan.figures)
         figures.update({"replayed": len(replayed), "new_cuts": len(cuts)})
@@ -158,23 +186,78 @@ class SurgeryStage:
                 reason = f"replayed {len(replayed)} earlier cuts; {reason}"
             ex.decision = Decision("unchanged", reason, removed, figures)
 
-    def _forward_original(self, ex: Exchange, shape: RequestShape, reason: str, view: Any) -> None:
-        """Fail open: the original bytes go out, and the economist remembers THEM as sent."""
-        ex.new_body = None
+    def _fast(self, ex: Exchange, doc: dict, ckey: Any, model: str, policy: str, snap: Snapshot,
+              layout: Layout, raw: bytes) -> bool:
+        """The common case: same history plus new messages, nothing cuttable at or after the
+        break. Sends the previous body's prefix (with its stubs) plus the new bytes."""
+        if policy == "payback" or self._get("exclude_dirs"):
+            return False
+        k = layout.reused
+        msgs = doc["messages"]
+        if any(unit >= k for _, _, _, unit in snap.stubs):
+            return False
+        tail_ids = [b.get("tool_use_id") for m in msgs[k:] if isinstance(m, dict) and isinstance(m.get("content"), list)
+                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if tail_ids and self.cutlog.lookup([t for t in tail_ids if isinstance(t, str)]):
+            return False
+        hashes = tuple(snap.sent_hashes[:k]) + tuple(layout.hashes[k:])
+        shape = self._shape(ex, doc, ckey, model, hashes, layout, policy)
+        brk = self.economist.natural_break(shape)
+        if policy != "off" and _results_in(msgs[brk.index:]) > int(self._get("keep_recent")):
+            return False
+        body = None
+        if snap.sent is not None:
+            cut = layout.ends[k - 1]
+            body = snap.sent[: cut + snap.shift[k - 1]] + raw[cut:]
+            ex.new_body = body
+        size = max(1, len(body if body is not None else raw))
+        serial = self.economist.record_sent(shape, hashes, brk)
+        sent = Sent(serial, ckey, model, [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs])
+        ex.notes["surgery"] = sent
+        self.memo.put(ckey, Snapshot(raw, layout, body, snap.shift[:k] + [snap.shift[k - 1]] * (len(msgs) - k),
+                                     list(hashes), list(snap.stubs)))
+        removed = sum(s[2] for s in snap.stubs)
+        reason = "policy off" if policy == "off" else f"warm: nothing dead at or after break {brk.index} ({brk.reason})"
+        if snap.stubs:
+            reason = f"replayed {len(snap.stubs)} earlier cuts; {reason}"
+        ex.decision = Decision("unchanged", reason, removed,
+                               {"break": brk.index, "break_reason": brk.reason, "units": len(msgs),
+                                "replayed": len(snap.stubs), "new_cuts": 0, "reused_units": k})
+        return True
+
+    def _remember(self, ckey: Any, raw: bytes, layout: Layout, view: Any, sent: bytes | None,
+                  sent_hashes: list, positions: list) -> None:
+        shift: list[int] = []
+        acc = 0
+        touched = {unit for *_, unit in positions}
+        msgs = view.doc["messages"]
+        for i, size in enumerate(layout.sizes):
+            if i in touched:
+                acc += len(dumps(msgs[i])) - size
+            shift.append(acc)
+        out = sent if sent is not None else raw
+        if not shift or layout.ends[-1] + shift[-1] >= len(out) or out[layout.ends[-1] + shift[-1]] != CLOSE:
+            return  # the sent body is not laid out as expected: no reuse next time
+        stubs = [(tid, off, saved, unit) for tid, off, saved, _, unit in positions if off >= 0]
+        self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs))
+
+    def _forward_original(self, ex: Exchange, shape: RequestShape, reason: str, view: Any,
+                          layout: Layout | None) -> None:
+        """Fail open: the bytes we were given go out, and the economist remembers THEM as sent."""
+        # (view.original_doc is what an earlier stage left in ex.doc: keep its body.)
         hashes = shape.unit_hashes
         if view.replaced:
             from scalpel_desktop.wire.view import view_for
 
             original = view_for(view.endpoint, view.original_doc)
-            hashes = tuple(original.unit_hashes()) if original is not None else ()
+            hashes = tuple(self._hashes(original, layout)) if original is not None else ()
         serial = self.economist.record_sent(shape, hashes)
-        ex.notes["surgery"] = _Sent(serial, shape.key, shape.model)
+        ex.notes["surgery"] = Sent(serial, shape.key, shape.model)
         ex.decision = Decision("unchanged", reason[:300])
 
     def _reapply(self, view: Any) -> dict[str, int]:
         """Re-apply logged cuts; return {tool_use_id: tokens saved} of the replayed ones."""
-        n = self.surgeon.reapply(view)
-        if not n:
+        if not self.surgeon.reapply(view):
             return {}
         from scalpel_desktop.surgery.doom import STUB_TOKENS
 
@@ -183,7 +266,7 @@ class SurgeryStage:
 
     # ------------------------------------------------------------------ response
     def on_response(self, ex: Exchange) -> None:
-        sent: _Sent | None = ex.notes.get("surgery")
+        sent: Sent | None = ex.notes.get("surgery")
         res = ex.response
         if sent is None or res is None:
             return
@@ -192,137 +275,92 @@ class SurgeryStage:
                                        usage.cache_read if usage else None)
         if usage is None or res.status >= 400 or not sent.stubs:
             return
-        tokens, usd = self._realized(sent, usage)
+        tokens, usd = realized(self.prices, sent, usage)
         ex.notes.setdefault("realized", []).append({"kind": "surgery", "tokens": tokens, "usd": usd})
 
     # ------------------------------------------------------------------ helpers
-    def _excluded(self, cwd: str | None) -> bool:
-        dirs = self._get("exclude_dirs") or []
-        if not cwd or not dirs:
-            return False
-        cwd_n = os.path.normpath(os.path.expanduser(cwd))
-        for d in dirs:
-            d_n = os.path.normpath(os.path.expanduser(str(d)))
-            if cwd_n == d_n or cwd_n.startswith(d_n.rstrip("/") + "/"):
-                return True
-        return False
+    @staticmethod
+    def _hashes(view: Any, layout: Layout | None) -> tuple:
+        """The economist's per-unit hashes of the view's CURRENT document (stubs included)."""
+        if view.endpoint != "messages":
+            return tuple(view.unit_hashes())
+        msgs = view.doc["messages"]
+        if layout is None or len(layout.hashes) != len(msgs):
+            return tuple(unit_hash(m) for m in msgs)
+        hashes = list(layout.hashes)
+        for tid in view.replaced:
+            r = view.result(tid)
+            if r is not None:
+                hashes[r.unit_index] = unit_hash(msgs[r.unit_index])
+        return tuple(hashes)
 
-    def _shape(self, ex: Exchange, view: Any, key: Any, model: str) -> RequestShape:
-        tokens_total = ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT)
+    def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
+               policy: str, blocks: Any = None) -> RequestShape:
         unit_tokens = unit_blocks = None
-        if str(self._get("policy")) == "payback":
-            from scalpel_desktop.wire.jsoncodec import dumps
-
-            unit_tokens = [int(len(dumps(u.raw)) / CHARS_PER_TOKEN_DEFAULT) for u in view.units]
-            unit_blocks = [len(c) if isinstance(c := (u.raw.get("content") if isinstance(u.raw, dict) else None), list)
-                           else 1 for u in view.units]
+        if policy == "payback":
+            msgs = doc.get("messages") or doc.get("input") or []
+            sizes = layout.sizes if layout is not None else [len(dumps(m)) for m in msgs]
+            unit_tokens = [int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes]
+            unit_blocks = [len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), list) else 1
+                           for m in msgs]
+        endpoint = ex.request.endpoint
+        if endpoint == "messages":
+            system = doc.get("system")
+            system = [{"type": "text", "text": system}] if isinstance(system, str) else system
+            tools, settings = doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "thinking")}
+        else:
+            system = doc.get("instructions")
+            tools, settings = doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "parallel_tool_calls")}
         return RequestShape(
-            key=(key.session_id, key.agent_id) if hasattr(key, "session_id") else key,
+            key=ckey,
             model=model,
             at=ex.request.received_at,
-            unit_hashes=tuple(view.unit_hashes()),
-            tools_hash=view.tools_hash(),
-            system_hash=view.system_hash(),
-            settings_hash=view.settings_hash(),
-            ttl_s=self._ttl_s(view),
+            unit_hashes=hashes,
+            tools_hash=region_hash(tools),
+            system_hash=region_hash(system),
+            settings_hash=region_hash(settings),
+            ttl_s=message_ttl_s(endpoint, doc),
             tool_changes_ok=tool_changes_beta(ex.request.headers),
             unit_tokens=unit_tokens,
             unit_blocks=unit_blocks,
-            total_tokens=tokens_total,
-            rewrite_at=_int_or_none(ex.notes.get("client_rewrite_at")),
+            total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
+            rewrite_at=int_or_none(ex.notes.get("client_rewrite_at")),
         )
 
-    @staticmethod
-    def _ttl_s(view: Any) -> float:
-        """The TTL of the message entries (the ones a cut touches); unsure: the longer."""
-        if view.endpoint != "messages":
-            doc = view.doc
-            return 86400.0 if doc.get("prompt_cache_retention") == "24h" else 3600.0
-        bps = view.breakpoints()
-        msg = [b.ttl for b in bps if b.region in ("messages", "auto")]
-        if msg:
-            return ttl_seconds("1h" if "1h" in msg else "5m")
-        return ttl_seconds(view.ttl())
 
-    def _invalid(self, view: Any, body: bytes) -> str:
-        try:
-            from scalpel_desktop.surgery.validate import validate_rewrite
-        except ImportError:
-            return "no validator available"
-        try:
-            problems = validate_rewrite(view.original_doc, view.doc)
-        except Exception as e:  # noqa: BLE001
-            return f"validator error {type(e).__name__}: {e}"
-        if problems:
-            return "; ".join(str(p) for p in problems)[:300] if not isinstance(problems, str) else problems
-        return _api_problem(view)
-
-    @staticmethod
-    def _stub_positions(body: bytes, replayed: dict[str, int], cuts: list) -> list[tuple[str, float, int, str]]:
-        """Each stub's relative position (0..1) in the sent body, and the tokens it saves."""
-        size = max(1, len(body))
-        items = [(tid, saved, "replayed") for tid, saved in replayed.items()]
-        items += [(c.tool_use_id, c.saved_tokens, "new") for c in cuts]
-        out = []
-        for tid, saved, kind in items:
-            pos = body.find(b'"tool_use_id":"' + tid.encode("utf-8") + b'"')
-            if pos < 0:
-                pos = body.find(b'"' + tid.encode("utf-8") + b'"')
-            out.append((tid, (pos if pos >= 0 else size) / size, int(saved), kind))
-        return out
-
-    def _realized(self, sent: _Sent, usage: Any) -> tuple[int, float]:
-        """Tokens and dollars saved, each token at the rate its position was billed at (SPEC 7)."""
-        rates = self.prices.rates(sent.model).for_prompt(usage.prompt_tokens)
-        total = usage.prompt_tokens
-        read_end = usage.cache_read
-        w1h_end = read_end + usage.cache_write_1h
-        w_end = w1h_end + usage.cache_write_5m
-        tokens = 0
-        usd = 0.0
-        for _, frac, saved, _ in sent.stubs:
-            at = frac * total
-            if at < read_end:
-                rate = rates.cache_read
-            elif at < w1h_end:
-                rate = rates.write_1h
-            elif at < w_end:
-                rate = rates.write_5m
-            else:
-                rate = rates.input
-            tokens += saved
-            usd += saved * rate
-        if sent.rewrite_tokens:
-            # A warm (payback) cut re-wrote what would have been read: charge it here.
-            write = rates.write_1h if usage.cache_write_1h >= usage.cache_write_5m else rates.write_5m
-            usd -= sent.rewrite_tokens * (write - rates.cache_read)
-        return tokens, round(usd, 9)
+def _results_in(msgs: list) -> int:
+    """Tool results in ``msgs`` (Anthropic blocks, Chat ``tool`` messages, Responses outputs)."""
+    n = 0
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "tool" or m.get("type") == "function_call_output":
+            n += 1
+        elif isinstance(m.get("content"), list):
+            n += sum(1 for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    return n
 
 
-def _int_or_none(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+def _results_from(view: Any, unit: int) -> int:
+    return sum(1 for r in view.tool_results if r.unit_index >= unit)
 
 
-def _api_problem(view: Any) -> str:
-    """The emulated API's own 400 checks on the rewritten body. A problem the
-    client's original already had is the client's, and no reason to refuse."""
-    from scalpel_desktop.emulator import validate as api
+def _stub_positions(body: bytes, view: Any, replayed: dict[str, int], cuts: list) -> list[tuple]:
+    """(id, byte offset in the sent body, tokens saved, new|replayed, unit) of each stub."""
+    items = [(tid, saved, "replayed") for tid, saved in replayed.items()]
+    # The same figure for a new cut and for its replays: the stub is at most STUB_TOKENS.
+    from scalpel_desktop.surgery.doom import STUB_TOKENS
 
-    check = {"messages": api.validate_messages_body, "chat": api.validate_chat_body,
-             "responses": api.validate_responses_body}.get(view.endpoint)
-    if check is None:
-        return ""
-    try:
-        check(view.doc)
-        return ""
-    except api.ApiError as e:
-        new = e.message
-    try:
-        check(view.original_doc)
-    except api.ApiError as e:
-        if e.message == new:
-            return ""
-    return f"the API would refuse it: {new}"
+    items += [(c.tool_use_id, max(0, c.tokens - STUB_TOKENS), "new") for c in cuts]
+    out = []
+    for tid, saved, kind in items:
+        needle = tid.encode("utf-8")
+        pos = body.find(b'"tool_use_id":"' + needle + b'"')
+        if pos < 0:
+            pos = body.find(b'"' + needle + b'"')
+        r = view.result(tid)
+        out.append((tid, pos if pos >= 0 else len(body), int(saved), kind, r.unit_index if r else -1))
+    return out
 
 
 def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,

@@ -27,21 +27,52 @@ def migration_modules() -> list[tuple[str, object]]:
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
-    """Apply every migration not yet recorded; return the names applied."""
-    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
-    applied = []
-    for name, mod in migration_modules():
-        if name in done:
-            continue
-        with conn:
-            if hasattr(mod, "apply"):
-                mod.apply(conn)
-            else:
-                conn.executescript(mod.SQL)
-            conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
-        applied.append(name)
+    """Apply every migration not yet recorded; return the names applied.
+
+    The whole check-and-apply runs in one ``BEGIN IMMEDIATE`` transaction, so two
+    processes opening a new database at once serialize instead of racing (the
+    second sees the first one's migrations recorded and applies nothing).
+    """
+    previous = conn.isolation_level
+    conn.isolation_level = None  # we manage the transaction ourselves
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+            applied = []
+            for name, mod in migration_modules():
+                if name in done:
+                    continue
+                if hasattr(mod, "apply"):
+                    mod.apply(conn)
+                else:
+                    for statement in split_sql(mod.SQL):
+                        conn.execute(statement)
+                conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+                applied.append(name)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.isolation_level = previous
     return applied
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a migration script into complete statements (``executescript`` would
+    commit the surrounding transaction)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements
 
 
 def connect(path: Path | None = None, *, readonly: bool = False) -> sqlite3.Connection:

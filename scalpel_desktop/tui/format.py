@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
@@ -83,3 +84,16 @@ def size_bytes(n: int | None) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KB"
     return f"{n / 1024 / 1024:.1f} MB"
+
+
+_DATE_SUFFIX = re.compile(r"-\d{8}$")
+
+
+def short_model(model: str | None) -> str:
+    """claude-sonnet-4-5-20250929 -> sonnet-4-5 (the full name is in the detail lines)."""
+    name = _DATE_SUFFIX.sub("", model or "")
+    return name[len("claude-"):] if name.startswith("claude-") else name
+
+
+def clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-NOT_RUNNING = "no proxy is running: start one with `scalpel start` or the tray"
+NOT_RUNNING = "no proxy running (start: `scalpel start` or the tray)"
 SHOWN_SETTINGS = ("paused", "tier", "policy", "tool_filter")
 
 

@@ -205,3 +205,61 @@ def test_paused_chain_skips_the_stage(tmp_path):
     chain = Chain([Identify(), h.stage], paused=lambda: True)
     ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, dumps(s.body(MODEL)), 10_000))
     assert ex.new_body is None and ex.decision.action == "paused"
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_the_reuse_fast_path_sends_exactly_what_the_full_analysis_sends(tmp_path, seed):
+    import random
+
+    from scalpel_desktop.pipeline.conversation_memo import Memo
+    from tests.invariants.agent_sessions import generate
+    from tests.invariants.harness import COLD, Pipeline
+
+    session = generate(random.Random(seed))
+    fast = Pipeline(COLD, tmp_path / "fast")
+    slow = Pipeline(COLD, tmp_path / "slow")
+    slow.stage.memo = Memo(size=0)  # never reuse: every request fully analysed
+    reused = 0
+    for req in session.requests:
+        a, b = fast.process(req), slow.process(req)
+        sa = a.body_to_send().replace(str(tmp_path / "fast").encode(), b"ROOT")
+        sb = b.body_to_send().replace(str(tmp_path / "slow").encode(), b"ROOT")
+        assert sa == sb
+        assert a.decision.action == b.decision.action
+        assert a.decision.tokens_removed == b.decision.tokens_removed
+        reused += "reused_units" in a.decision.figures
+        for pipe, ex in ((fast, a), (slow, b)):
+            pipe.complete(ex, req, Usage(cache_read=1000))
+    assert reused > len(session.requests) // 2
+
+
+class _DropOneTool:
+    """A stand-in for the tool filter: rewrites ex.doc's tools and the body before surgery."""
+
+    name = "fake_filter"
+    mutates = True
+
+    def on_request(self, ex):
+        doc = ex.doc
+        doc["tools"] = doc["tools"][1:]
+        ex.new_body = dumps(doc)
+
+    def on_response(self, ex):
+        pass
+
+
+def test_an_earlier_stages_rewrite_is_kept_warm_cold_and_on_refusal(tmp_path):
+    h = Harness(tmp_path)
+    h.chain = Chain([Identify(), _DropOneTool(), h.stage])
+    s, big = session_with_superseded_read()
+    first = h.send(s.body(MODEL), at=1000)
+    assert len(loads(first.body_to_send())["tools"]) == len(s.body(MODEL)["tools"]) - 1
+    s.user("more")
+    warm = h.send(s.body(MODEL), at=1030)
+    assert len(loads(warm.body_to_send())["tools"]) == len(s.body(MODEL)["tools"]) - 1
+    s.user("after lunch")
+    cold = h.send(s.body(MODEL), at=10_000)
+    assert cold.decision.action == "cut", cold.decision.reason
+    sent = loads(cold.body_to_send())
+    assert len(sent["tools"]) == len(s.body(MODEL)["tools"]) - 1
+    assert is_stub(view_for("messages", sent).result(big).content)

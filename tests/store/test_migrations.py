@@ -54,3 +54,21 @@ def test_m001_sql_runs_twice_without_error():
     conn.executescript(m001_requests.SQL)
     conn.executescript(m001_requests.SQL)
     assert conn.execute("SELECT count(*) FROM requests").fetchone()[0] == 0
+
+
+def test_two_processes_migrating_a_new_database_at_once_do_not_race(tmp_path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "race.sqlite3"
+    code = (
+        "import sys; from scalpel_desktop.store.db import connect; "
+        f"c = connect({str(db)!r}); print(len(list(c.execute('select * from _migrations'))))"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1].decode()[-500:] for o in outs]
+    counts = {int(o[0]) for o in outs}
+    from scalpel_desktop.store.db import migration_modules
+    assert counts == {len(migration_modules())}

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from scalpel_desktop.tui import format as fmt
-from scalpel_desktop.tui.data import CutRow, DecisionsData
+from scalpel_desktop.tui.data import CutRow, DecisionRow, DecisionsData
 from scalpel_desktop.tui.messages import ReloadRequested
 from scalpel_desktop.tui.screens.sessions import decision_style
 
@@ -31,6 +31,7 @@ class DecisionsView(Vertical):
         super().__init__(**kw)
         self.include_unchanged = False
         self._cuts: dict[str, CutRow] = {}
+        self._decisions: dict[str, DecisionRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Requests", id="decisions-summary", classes="summary")
@@ -64,13 +65,14 @@ class DecisionsView(Vertical):
         table = self.query_one("#decisions-table", DataTable)
         cursor = table.cursor_row
         table.clear()
+        self._decisions = {str(d.id): d for d in data.decisions}
         for d in data.decisions:
             table.add_row(
-                fmt.day_time(d.ts), fmt.short_id(d.session, 10), d.model,
+                fmt.day_time(d.ts), fmt.short_id(d.session, 8), fmt.short_model(d.model),
                 Text(d.decision, style=decision_style(d.decision)),
                 Text(fmt.tokens(d.tokens_removed) if d.tokens_removed else "", justify="right"),
                 Text(fmt.tokens(d.realized_tokens) if d.realized_tokens is not None else "", justify="right"),
-                d.reason, key=str(d.id))
+                fmt.clip(d.reason, 52), key=str(d.id))
         if data.decisions:
             table.move_cursor(row=min(cursor, len(data.decisions) - 1))
         cuts = self.query_one("#cuts-table", DataTable)
@@ -78,7 +80,7 @@ class DecisionsView(Vertical):
         cuts.clear()
         self._cuts = {c.tool_use_id: c for c in data.cuts}
         for c in data.cuts:
-            cuts.add_row(fmt.day_time(c.created_at), fmt.short_id(c.session, 10), c.tool or "?", c.kind,
+            cuts.add_row(fmt.day_time(c.created_at), fmt.short_id(c.session, 8), c.tool or "?", c.kind,
                          Text(fmt.tokens(c.tokens), justify="right"), spill_cell(c), key=c.tool_use_id)
         if data.cuts:
             cuts.move_cursor(row=min(cursor, len(data.cuts) - 1))
@@ -87,8 +89,24 @@ class DecisionsView(Vertical):
             self._detail(None)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "cuts-table" and event.row_key is not None:
+        if event.row_key is None:
+            return
+        if event.data_table.id == "cuts-table":
             self._detail(self._cuts.get(event.row_key.value))
+        elif event.data_table.has_focus:
+            self._decision_detail(self._decisions.get(event.row_key.value))
+
+    def _decision_detail(self, d: DecisionRow | None) -> None:
+        if d is None:
+            return
+        realized = "" if d.realized_tokens is None else (
+            f"  ·  realized {fmt.tokens(d.realized_tokens)} tokens ({fmt.usd(d.realized_usd)})")
+        self.query_one("#cut-detail", Static).update(Text.assemble(
+            ("Request ", "dim"), f"#{d.id} at {fmt.day_time(d.ts)}", ("  session ", "dim"), d.session,
+            ("  model ", "dim"), d.model, (f"  status {d.status}" if d.status else "", "dim"), "\n",
+            ("Decision ", "dim"), (d.decision, decision_style(d.decision)),
+            (f"  ·  removed {fmt.tokens(d.tokens_removed)} tokens (estimate)" if d.tokens_removed else ""), realized,
+            "\n", ("Why ", "dim"), d.reason or "—"))
 
     def _detail(self, c: CutRow | None) -> None:
         detail = self.query_one("#cut-detail", Static)

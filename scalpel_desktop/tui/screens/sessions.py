@@ -8,14 +8,14 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from scalpel_desktop.tui import format as fmt
-from scalpel_desktop.tui.data import ACTIVE_S, RECENT_USAGE, SessionRow, SessionsData
+from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
 
 COLUMNS = (
     ("session", "Session"),
     ("model", "Model"),
     ("context", "Context now"),
     ("share", "Share of window"),
-    ("cache", f"Cache (last {RECENT_USAGE})"),
+    ("cache", "Cache"),
     ("turns", "Turns"),
     ("decision", "Last decision"),
     ("seen", "Last request"),
@@ -70,8 +70,10 @@ class SessionsView(Vertical):
             ("Session ", "dim"), (row.session, "bold"), ("  model ", "dim"), row.model or "?",
             ("  window ", "dim"), f"{fmt.tokens(row.window)}", "\n",
             ("Context now ", "dim"), ctx, ("  ·  cache share over ", "dim"),
-            f"{row.cache_requests} request(s): {fmt.pct(row.cache_share)}",
-            ("  ·  sub-agent requests ", "dim"), f"{row.subagent_requests}", "\n",
+            f"the last {row.cache_requests} request(s) with usage: {fmt.pct(row.cache_share)}",
+            "\n", ("Turns ", "dim"), f"{row.turns} main-agent request(s)", ("  ·  sub-agent requests ", "dim"),
+            f"{row.subagent_requests}", ("  ·  realized ", "dim"),
+            f"{fmt.tokens(row.realized_tokens)} tokens ({fmt.usd(row.realized_usd)})", "\n",
             ("Last decision ", "dim"), f"{row.last_decision or '—'}", ("  why: ", "dim"), row.last_reason or "—"))
 
 
@@ -82,8 +84,8 @@ def cells(row: SessionRow, now: float) -> tuple:
     marker = Text("● ", style="green") if row.active else Text("○ ", style="dim")
     ctx = fmt.tokens(row.context_tokens) + ("~" if row.context_source == "estimate" else "")
     return (
-        marker + Text(fmt.short_id(row.session, 12)),
-        row.model,
+        marker + Text(fmt.short_id(row.session, 8)),
+        fmt.short_model(row.model),
         Text(ctx, justify="right"),
         Text.assemble((fmt.bar(share, 10), share_style), f" {fmt.pct(share):>4}"),
         Text(fmt.pct(row.cache_share), justify="right"),

@@ -15,10 +15,10 @@ from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.messages import ControlRequested
 from scalpel_desktop.tui.proxy import ProxyState
 
-TIERS = ((1, "Tier 1: superseded reads, duplicates, failed commands"),
-         (2, "Tier 2: also dead snapshots and stale large results"))
-POLICIES = (("cold", "cold: cut only when the cache is cold (free)"),
-            ("payback", "payback: also on a warm cache when the saving repays the rewrite"),
+TIERS = ((1, "1: superseded reads, duplicates, failed commands"),
+         (2, "2: also dead snapshots and stale large results"))
+POLICIES = (("cold", "cold: only when the cache is cold (free)"),
+            ("payback", "payback: also on a warm cache when it repays"),
             ("off", "off: never cut"))
 
 
@@ -33,12 +33,19 @@ class SettingsView(Vertical):
             yield Switch(False, id="filter-switch", disabled=True)
             yield Label("Tool filter for new sessions", classes="switch-label")
         with Horizontal(id="radios"):
-            with RadioSet(id="tier-set", disabled=True):
-                for value, label in TIERS:
-                    yield RadioButton(label, id=f"tier-{value}")
-            with RadioSet(id="policy-set", disabled=True):
-                for value, label in POLICIES:
-                    yield RadioButton(label, id=f"policy-{value}")
+            with Vertical(classes="radio-column"):
+                yield Label("What may be cut (tier)", classes="radio-title")
+                with RadioSet(id="tier-set", disabled=True):
+                    for value, label in TIERS:
+                        yield RadioButton(label, id=f"tier-{value}")
+            with Vertical(classes="radio-column"):
+                yield Label("When to cut (policy)", classes="radio-title")
+                with RadioSet(id="policy-set", disabled=True):
+                    for value, label in POLICIES:
+                        yield RadioButton(label, id=f"policy-{value}")
+        yield Static(Text("Keys: tab / shift+tab move between controls, space or enter flips or picks. "
+                          "Every change goes through the running proxy's control API.", style="dim"),
+                     classes="detail")
 
     def show_proxy(self, state: ProxyState, now: float) -> None:
         s = state.settings

@@ -37,14 +37,15 @@ class ToolsView(Vertical):
         yield Static("Inventory", id="tools-summary", classes="summary")
         inv: DataTable = DataTable(id="tools-table", cursor_type="row", zebra_stripes=True)
         for key, label in (("remove", "Filter"), ("name", "Name"), ("kind", "Kind"), ("tokens", "Tokens"),
-                           ("sessions", "Sessions"), ("calls", "Calls"), ("status", "Status"),
+                           ("sessions", "Sess."), ("calls", "Calls"), ("status", "Removed by"),
                            ("realized", "Realized")):
             inv.add_column(label, key=key)
         yield inv
         yield Static("Suggestions", id="suggest-summary", classes="subtitle")
         sug: DataTable = DataTable(id="suggest-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("name", "Name"), ("tokens", "Tokens"), ("sessions", "Sessions"), ("days", "Days"),
-                           ("projected", "Projected / session"), ("evidence", "Evidence")):
+        for key, label in (("name", "Name"), ("kind", "Kind"), ("tokens", "Tokens"), ("sessions", "Sess."),
+                           ("days", "Days"), ("calls", "Calls"), ("projected", "Projected / session"),
+                           ("note", "Note")):
             sug.add_column(label, key=key)
         yield sug
         yield Static("", id="tools-detail", classes="detail")
@@ -57,36 +58,38 @@ class ToolsView(Vertical):
             summary.update(f"Nothing to show yet: {data.missing}.")
             return
         summary.update(Text.assemble(
-            ("Inventory ", "bold"), f"{len(data.tools)} declared name(s) over {data.coverage_sessions} captured "
-            f"session(s) · removal list: ", (", ".join(data.removals) or "empty", "bold"),
-            " · realized by the filter: ", (f"{fmt.tokens(data.realized_tokens)} tokens", "green"),
-            f" ({fmt.usd(data.realized_usd)})"))
+            ("Inventory ", "bold"), f"{len(data.tools)} names, {data.coverage_sessions} sessions · removal list: ",
+            (", ".join(data.removals) or "empty", "bold"), " · realized by the filter: ",
+            (f"{fmt.tokens(data.realized_tokens)} tokens", "green"), f" ({fmt.usd(data.realized_usd)})"))
         inv = self.query_one("#tools-table", DataTable)
         cursor = inv.cursor_row
         inv.clear()
         for t in data.tools:
             removed = t.removal is not None
+            by = "" if not removed else (t.removal if t.removal != t.name else "itself") + (
+                "" if data.tool_filter else " (off)")
             inv.add_row(
                 Text("[x] remove" if removed else "[ ] keep", style="bold red" if removed else "dim"),
                 t.name, t.kind, Text(fmt.tokens(t.tokens), justify="right"), Text(str(t.sessions), justify="right"),
-                Text(str(t.calls), justify="right"), t.status or "",
+                Text(str(t.calls), justify="right"), Text(by, style="red" if data.tool_filter else "yellow"),
                 Text(fmt.tokens(t.realized_tokens) if t.realized_tokens else "", justify="right"), key=t.name)
         if data.tools:
             inv.move_cursor(row=min(cursor, len(data.tools) - 1))
         th = data.thresholds
         self.query_one("#suggest-summary", Static).update(Text.assemble(
-            ("Suggestions ", "bold"), f"(never called, declared in ≥ {th.get('min_sessions', '?')} sessions over "
-            f"≥ {th.get('min_days', '?')} days; coverage {data.coverage_sessions} session(s) over "
-            f"{data.coverage_days:g} days; {data.withheld} more withheld for lack of evidence) — projected, not realized"))
+            ("Suggestions ", "bold"), f"never called in ≥ {th.get('min_sessions', 0)} sessions over "
+            f"≥ {th.get('min_days', 0):g} days (coverage {data.coverage_sessions} sessions, "
+            f"{data.coverage_days:g} days; {data.withheld} withheld) · ", ("projected, not realized", "italic")))
         sug = self.query_one("#suggest-table", DataTable)
         cursor = sug.cursor_row
         sug.clear()
         for s in data.suggestions:
-            sug.add_row(s.name, Text(fmt.tokens(s.tokens), justify="right"), Text(str(s.sessions), justify="right"),
-                        Text(f"{s.days:g}", justify="right"),
+            sug.add_row(s.name, s.kind, Text(fmt.tokens(s.tokens), justify="right"),
+                        Text(str(s.sessions), justify="right"), Text(f"{s.days:g}", justify="right"),
+                        Text("0", justify="right"),
                         Text(f"{fmt.tokens(s.projected_tokens_per_session)} tok ≈ {fmt.usd(s.projected_usd_per_session)}",
                              justify="right"),
-                        s.basis, key=s.name)
+                        Text("built-in: f" if s.needs_force else "", style="yellow"), key=s.name)
         if data.suggestions:
             sug.move_cursor(row=min(cursor, len(data.suggestions) - 1))
         self._sync_switch()
@@ -106,10 +109,10 @@ class ToolsView(Vertical):
         switch.disabled = not (state and state.running)
         if state and state.running:
             reason.update(Text("space: remove/restore the highlighted name · f: force (built-ins) · "
-                               "changes apply to new sessions", style="dim"))
+                               "applies to new sessions", style="dim"))
             switch.tooltip = None
         else:
-            reason.update(Text(f"toggles disabled: {state.reason if state else 'checking for a proxy…'}",
+            reason.update(Text(f"toggles disabled: {state.reason if state else 'looking for a proxy…'}",
                                style="yellow"))
             switch.tooltip = state.detail if state else None
 

@@ -1,0 +1,130 @@
+"""Parse only what is new: reuse the previous request's parsed messages.
+
+Parsing a 2.9 MB body takes several ms, more than the whole budget of the
+pipeline. But a Claude Code request repeats the previous one byte for byte up
+to its last message. This stage - placed FIRST in the chain, before anything
+reads ``ex.doc`` - finds a remembered body whose bytes the new one repeats up
+to the end of that body's second-to-last message (one slice comparison), and
+builds ``ex.doc`` from:
+
+* the keys before ``"messages"`` (a few bytes, parsed);
+* the remembered message objects for the repeated part;
+* the rest of the body from there on (the new messages and the keys after
+  them), parsed as one small JSON object.
+
+Every new message is then checked to serialize back to exactly the bytes it
+came from (``conversation_memo.locate``); anything unexpected falls back to a
+plain full parse. The result equals ``loads(raw)``. The message objects are
+SHARED with the previous request's document: stages must treat ``ex.doc`` as
+read-only (the conversation views rewrite copy-on-write).
+
+The layout found (where each message sits, its hash) goes to
+``ex.notes["layout"]`` for the surgery stage.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from scalpel_desktop.pipeline.conversation_memo import Layout, Snapshot, locate, repeats
+from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
+
+_MESSAGES = b'"messages":['
+_TAIL_KEY = "\u0000scalpel-tail"
+_TAIL_OPEN = b'{"\\u0000scalpel-tail":['
+
+
+class _Remembered:
+    __slots__ = ("raw", "messages", "layout", "snap")
+
+    def __init__(self, raw: bytes, messages: list, layout: Layout):
+        self.raw = raw
+        self.messages = messages
+        self.layout = layout
+        self.snap = Snapshot(raw, layout, None, [], [])
+
+
+class ParseReuse:
+    name = "parse-reuse"
+    mutates = False
+
+    def __init__(self, size: int = 8, min_bytes: int = 64 * 1024):
+        self.size = size
+        self.min_bytes = min_bytes  # below this a full parse is as cheap
+        self._items: OrderedDict[int, _Remembered] = OrderedDict()
+        self._serial = 0
+        self.reused = 0  # requests parsed incrementally (for tests and the benchmark)
+
+    def on_request(self, ex: Exchange) -> None:
+        req = ex.request
+        raw = req.body
+        if req.endpoint != "messages" or len(raw) < self.min_bytes or ex._doc is not _unparsed():
+            return
+        hit = self._find(raw)
+        doc = None
+        layout = None
+        if hit is not None:
+            key, prev = hit
+            doc = self._build(raw, prev)
+            if doc is not None:
+                layout = locate(raw, doc, prev.snap)
+                if layout is None or layout.reused == 0:
+                    doc = None
+            self._items.pop(key, None)
+        if doc is None:
+            try:
+                doc = loads(raw)
+            except (JSONDecodeError, ValueError):
+                return
+            layout = locate(raw, doc, None)
+        else:
+            self.reused += 1
+        ex._doc = doc
+        if layout is not None and isinstance(doc, dict):
+            ex.notes["layout"] = layout
+            if hit is not None and layout.reused:
+                ex.notes["layout_base"] = hit[1].raw  # the body the layout reuses (identity)
+            self._serial += 1
+            self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def on_response(self, ex: Exchange) -> None:
+        return None
+
+    def _find(self, raw: bytes) -> tuple[int, _Remembered] | None:
+        for key in reversed(self._items):
+            prev = self._items[key]
+            if len(prev.layout.ends) >= 2 and repeats(raw, prev.snap, len(prev.layout.ends) - 1):
+                return key, prev
+        return None
+
+    @staticmethod
+    def _build(raw: bytes, prev: _Remembered) -> dict | None:
+        """The document of ``raw``, reusing ``prev``'s messages up to its second-to-last."""
+        k = len(prev.layout.ends) - 1
+        start = raw.find(_MESSAGES)
+        if start < 0:
+            return None
+        try:
+            head = raw[:start]
+            head_doc = loads(head[:-1] + b"}") if head.endswith(b",") else loads(head + b"}")
+            tail_doc = loads(_TAIL_OPEN + raw[prev.layout.ends[k - 1] + 1:])
+        except (JSONDecodeError, ValueError):
+            return None
+        if not isinstance(head_doc, dict) or not isinstance(tail_doc, dict):
+            return None
+        new_msgs = tail_doc.pop(_TAIL_KEY, None)
+        if not isinstance(new_msgs, list) or "messages" in head_doc or "messages" in tail_doc:
+            return None
+        doc = dict(head_doc)
+        doc["messages"] = prev.messages[:k] + new_msgs
+        doc.update(tail_doc)
+        return doc
+
+
+def _unparsed() -> object:
+    from scalpel_desktop.pipeline import seam
+
+    return seam._UNPARSED

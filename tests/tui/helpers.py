@@ -1,0 +1,93 @@
+"""Shared bits of the dashboard tests: settle workers, read what a screen shows, expected figures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from textual.widgets import DataTable, Static
+
+from tests.tui.seed import Seed
+
+PANES = ("sessions", "savings", "decisions", "tools", "settings")
+CONVERSATION = ("messages", "chat", "responses")
+
+
+async def settle(pilot: Any, rounds: int = 3) -> None:
+    """Let every worker finish and every posted message be handled."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(rounds):
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one
+            pass
+        await pilot.pause()
+
+
+async def wait_until(pilot: Any, predicate, timeout_s: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await pilot.pause(0.05)
+    return predicate()
+
+
+def text_of(app: Any, selector: str) -> str:
+    return str(app.query_one(selector, Static).content)
+
+
+def row_text(app: Any, table: str, key: str) -> list[str]:
+    return [str(c) for c in app.query_one(table, DataTable).get_row(key)]
+
+
+def row_keys(app: Any, table: str) -> list[str]:
+    t = app.query_one(table, DataTable)
+    return [t.coordinate_to_cell_key((i, 0)).row_key.value for i in range(t.row_count)]
+
+
+# -- expected figures, computed from the seeded rows alone ---------------------------------
+
+
+def prompt_of(r: dict) -> int | None:
+    if r["input_tokens"] is None and r["cache_read"] is None:
+        return None
+    return sum(r[k] or 0 for k in ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read"))
+
+
+def expected_session(seed: Seed, session: str) -> dict[str, Any]:
+    rows = [r for r in seed.requests if r["session"] == session and r["endpoint"] in CONVERSATION
+            and r["ts"] <= seed.now]
+    rows.sort(key=lambda r: r["ts"])
+    main = [r for r in rows if not r["agent"]]
+    latest = main[-1]
+    with_usage = [r for r in rows if prompt_of(r) is not None][-10:]
+    return {
+        "turns": len(main),
+        "context": prompt_of(latest),
+        "share": prompt_of(latest) / 200_000,  # every seeded model is a Claude model with a 200k window
+        "cache": sum(r["cache_read"] or 0 for r in with_usage) / sum(prompt_of(r) for r in with_usage),
+        "realized": sum(r["realized_tokens"] or 0 for r in rows),
+    }
+
+
+def listed_sessions(seed: Seed) -> list[str]:
+    last: dict[str, float] = {}
+    for r in seed.requests:
+        if r["endpoint"] in CONVERSATION and seed.now - 86400 <= r["ts"] <= seed.now:
+            last[r["session"]] = max(last.get(r["session"], 0.0), r["ts"])
+    return sorted(last, key=lambda s: -last[s])
+
+
+def period_start(now: float, days: int) -> float:
+    midnight = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return (midnight - timedelta(days=days - 1)).timestamp()
+
+
+def expected_realized(seed: Seed, days: int) -> tuple[int, float]:
+    start = period_start(seed.now, days)
+    rows = [r for r in seed.requests if start <= r["ts"] <= seed.now]
+    return (sum(r["realized_tokens"] or 0 for r in rows), sum(r["realized_usd"] or 0.0 for r in rows))

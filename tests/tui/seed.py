@@ -1,0 +1,186 @@
+"""A realistic ledger for the dashboard tests, written through the real writers.
+
+Requests over 35 days (so the 30-day window has something to leave out),
+several sessions and models, sub-agents, count_tokens calls, errors, cut and
+filtered requests with realized savings; the surgery log with spill files
+(one of them gone); a tool inventory with calls, a removal list and filter
+savings. Deterministic (a seeded RNG, a frozen ``NOW``), and returns every
+row it wrote so tests compute expected figures on their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from scalpel_desktop.paths import dirs
+from scalpel_desktop.store.db import connect
+from scalpel_desktop.store.ledger import LedgerWriter
+from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.surgery.cutlog import CutLog, CutRecord
+from scalpel_desktop.tools.store import Declared, ToolStore
+
+# 2026-11-20 15:00:00 UTC, a Friday afternoon. Tests run with TZ=UTC.
+NOW = datetime(2026, 11, 20, 15, 0, 0, tzinfo=timezone.utc).timestamp()
+DAY = 86400.0
+
+MODELS = ("claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001")
+BUILTINS = ("Read", "Edit", "Bash", "Grep", "Glob", "Write", "TodoWrite", "WebFetch", "NotebookEdit")
+BUILTIN_TOKENS = {"Read": 610, "Edit": 420, "Bash": 1850, "Grep": 730, "Glob": 260, "Write": 330,
+                  "TodoWrite": 2300, "WebFetch": 390, "NotebookEdit": 480}
+MCP = {"github": ("create_issue", "list_pull_requests", "get_file_contents"),
+       "playwright": ("browser_click", "browser_navigate", "browser_snapshot"),
+       "linear": ("create_issue", "search_issues")}
+CALLED = ("Read", "Edit", "Bash", "Grep", "Glob", "mcp__github__get_file_contents")
+KINDS = ("superseded_read", "duplicate", "failed", "dead_snapshot", "stale_large")
+
+
+@dataclass
+class Seed:
+    now: float
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    cuts: list[CutRecord] = field(default_factory=list)
+    spilled: set[str] = field(default_factory=set)  # sha256 of the cuts whose spill file exists
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)  # session -> {model, start, ...}
+    removals: tuple[str, ...] = ()
+    filter_savings: list[tuple] = field(default_factory=list)
+
+
+def _session_id(rng: random.Random) -> str:
+    return "%08x-%04x-4%03x-a%03x-%012x" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12),
+                                            rng.getrandbits(12), rng.getrandbits(48))
+
+
+def _declared() -> list[Declared]:
+    out = [Declared(n, "builtin", None, BUILTIN_TOKENS[n], f"The {n} tool.") for n in BUILTINS]
+    for server, tools in MCP.items():
+        for t in tools:
+            out.append(Declared(f"mcp__{server}__{t}", "mcp", server, 300 + 40 * len(t), f"{t} via {server}."))
+    return out
+
+
+def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
+    rng = random.Random(rng_seed)
+    seed = Seed(now)
+    # (start offset back from now in seconds, main-agent turns): three live sessions, then older ones.
+    plan = [(50 * 60, 40), (12 * 60, 9), (3 * 3600, 25), (6 * 3600, 30), (20 * 3600, 18)]
+    plan += [(d * DAY + rng.uniform(0, 8) * 3600, rng.randint(8, 30)) for d in (1, 2, 3, 5, 6, 8, 11, 15, 19, 24, 29)]
+    plan += [(33 * DAY, 12)]  # outside the 30-day window
+    for i, (back, turns) in enumerate(plan):
+        session = _session_id(rng)
+        model = MODELS[i % len(MODELS)]
+        start = now - back
+        seed.sessions[session] = {"model": model, "start": start, "turns": turns}
+        _session_requests(seed, rng, session, model, start, turns, last_gap={0: 40.0, 1: 95.0}.get(i))
+    writer = LedgerWriter(dirs().database)
+    for row in seed.requests:
+        assert writer.submit(row)
+    assert writer.flush(30)
+    writer.close()
+    _surgery_log(seed, rng)
+    _inventory(seed, rng)
+    return seed
+
+
+def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, start: float, turns: int,
+                      last_gap: float | None) -> None:
+    ts = start
+    prompt = rng.randint(14_000, 22_000)
+    if last_gap is not None:  # the live session's last request is ``last_gap`` seconds before now
+        step = (seed.now - last_gap - start) / max(1, turns - 1)
+    for t in range(turns):
+        ts = start + t * step if last_gap is not None else ts + rng.uniform(20, 120)
+        grow = rng.randint(600, 5200)
+        decision, reason, removed, r_tok, r_usd = "unchanged", "nothing dead (break 0: ttl-expired)", 0, None, None
+        if t and t % 7 == 0:
+            removed = rng.randint(1500, 9000)
+            decision, reason = "cut", f"free: break at unit {t * 2} (ttl-expired)"
+            r_tok = int(removed * rng.uniform(0.8, 1.0))
+            r_usd = round(r_tok * rng.choice((0.3e-6, 3e-6, 1.5e-6)), 6)
+        elif t and t % 11 == 0:
+            removed = rng.randint(800, 2500)
+            decision, reason = "filtered", "tool filter: 2 declaration(s) not sent"
+            r_tok = removed
+            r_usd = round(r_tok * 0.3e-6, 6)
+        status, error = 200, None
+        if t == 5 and turns > 20:
+            status, error, decision, reason = 529, "HTTP 529 from anthropic upstream", "unchanged", ""
+        first = t == 0
+        row = {
+            "ts": ts, "session": session, "agent": None, "client": "claude-cli/2.1.332 (external, cli)",
+            "api": "anthropic", "endpoint": "messages", "model": model, "status": status,
+            "body_bytes": prompt * 3, "sent_bytes": (prompt - removed) * 3,
+            "est_tokens_before": prompt, "est_tokens_after": prompt - removed,
+            "input_tokens": None if error else rng.randint(1, 40),
+            "cache_write_5m": None if error else (prompt if first else grow),
+            "cache_write_1h": None if error else 0,
+            "cache_read": None if error else (0 if first else prompt - grow - removed),
+            "output_tokens": None if error else rng.randint(60, 1800),
+            "decision": decision, "reason": reason, "tokens_removed": removed,
+            "figures": '{"units":%d}' % (t * 2), "realized_tokens": r_tok, "realized_usd": r_usd,
+            "ttfb_ms": rng.uniform(400, 2500), "total_ms": rng.uniform(2000, 30000), "error": error,
+        }
+        seed.requests.append(row)
+        prompt += grow - removed
+        if t % 9 == 4:  # a sub-agent request and a count_tokens call in between
+            seed.requests.append({**row, "ts": ts + 1, "agent": "agent-" + session[:4],
+                                  "cache_read": 3000, "cache_write_5m": 900, "input_tokens": 5,
+                                  "est_tokens_before": 3900, "est_tokens_after": 3900, "decision": "unchanged",
+                                  "reason": "nothing dead", "tokens_removed": 0, "realized_tokens": None,
+                                  "realized_usd": None, "status": 200, "error": None})
+            seed.requests.append({**row, "ts": ts + 2, "endpoint": "count_tokens", "input_tokens": None,
+                                  "cache_read": None, "cache_write_5m": None, "cache_write_1h": None,
+                                  "output_tokens": None, "decision": "skipped", "reason": "count_tokens",
+                                  "tokens_removed": 0, "realized_tokens": None, "realized_usd": None,
+                                  "status": 200, "error": None})
+
+
+def _surgery_log(seed: Seed, rng: random.Random) -> None:
+    conn = connect()
+    spill = SpillStore()
+    log = CutLog(conn)
+    for r in seed.requests:
+        if r["decision"] != "cut":
+            continue
+        for j in range(rng.randint(1, 3)):
+            tool = rng.choice(("Read", "Bash", "Grep"))
+            content = f"[{tool} output {r['session']} {r['ts']:.0f} {j}] ".encode() * rng.randint(40, 400)
+            if rng.random() < 0.9:
+                sha = spill.put(content)
+                seed.spilled.add(sha)
+            else:
+                sha = hashlib.sha256(content).hexdigest()  # the spill file was gc'd since
+            tid = "toolu_01" + hashlib.sha1(f"{r['session']}{r['ts']}{j}".encode()).hexdigest()[:22]
+            rec = CutRecord(tid, r["session"], "", r["ts"], rng.choice(KINDS), len(content) // 4, sha, 1,
+                            hashlib.sha256(b"stub" + sha.encode()).hexdigest())
+            seed.cuts.append(rec)
+            seed.sessions[r["session"]].setdefault("calls", []).append((tid, tool))
+    log.record(seed.cuts)
+    conn.close()
+
+
+def _inventory(seed: Seed, rng: random.Random) -> None:
+    store = ToolStore.open()
+    declared = _declared()
+    for session, info in seed.sessions.items():
+        calls = list(info.get("calls", []))
+        for k in range(rng.randint(5, 25)):
+            calls.append((f"toolu_{session[:6]}_{k:03d}", rng.choice(CALLED)))
+        rows = [r for r in seed.requests if r["session"] == session and r["endpoint"] == "messages"
+                and not r["agent"]]
+        for n, r in enumerate(rows):
+            store.save_inventory(session, r["client"], r["model"], r["ts"], declared if n == 0 else None,
+                                 calls if n == 0 else [], new_request=True)
+    store.add_removal("mcp__linear", "cli", forced=False, now=seed.now - 10 * DAY)
+    seed.removals = ("mcp__linear",)
+    for r in seed.requests:
+        if r["decision"] == "filtered":
+            for name in ("mcp__linear__create_issue", "mcp__linear__search_issues"):
+                row = (r["ts"], r["session"], "", r["model"], name, r["tokens_removed"] // 2, "cache_read",
+                       round(r["tokens_removed"] // 2 * 0.3e-6, 8))
+                seed.filter_savings.append(row)
+    store.add_savings(seed.filter_savings)
+    store.close()
