@@ -31,7 +31,6 @@ memory (VmRSS, VmHWM) of the default scalpel process after it served at least
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import http.client
 import json

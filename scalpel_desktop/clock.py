@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-_cache: tuple[str, float, float] | None = None  # (path, mtime, offset)
+_cache: tuple[str, tuple[int, int], float] | None = None  # (path, (inode, mtime_ns), offset)
 
 
 def offset() -> float:
@@ -20,17 +20,20 @@ def offset() -> float:
     if not path:
         return 0.0
     try:
-        mtime = os.stat(path).st_mtime_ns
+        st = os.stat(path)
     except OSError:
         return 0.0
-    if _cache and _cache[0] == path and _cache[1] == mtime:
+    # set_offset replaces the file, so a new inode tells a rewrite apart even
+    # within the file system's timestamp granularity.
+    stamp = (st.st_ino, st.st_mtime_ns)
+    if _cache and _cache[0] == path and _cache[1] == stamp:
         return _cache[2]
     try:
         with open(path, encoding="utf-8") as f:
             value = float(f.read().strip() or 0)
     except (OSError, ValueError):
         value = 0.0
-    _cache = (path, mtime, value)
+    _cache = (path, stamp, value)
     return value
 
 

@@ -92,7 +92,8 @@ class ReplayResult:
 class StageDriver:
     """Runs one sequence's requests through a private SurgeryStage."""
 
-    def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None = None):
+    def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None = None,
+                 sim: SequenceSimulator | None = None, breaks: list | None = None):
         from scalpel_desktop.pipeline.surgery_stage import SurgeryStage
         from scalpel_desktop.store.db import connect
         from scalpel_desktop.store.spill import SpillStore
@@ -101,8 +102,11 @@ class StageDriver:
 
         self.seq = seq
         self.tmp = tempfile.mkdtemp(prefix="scalpel-bench-")
-        cfg = {"policy": policy, "tier": tier}
-        cfg.update(config or {})
+        cfg = dict(config or {})
+        cfg["policy"], cfg["tier"] = policy, tier  # after the defaults, or every arm would run "cold"
+        # The client's own cache breaks, found in the real usage (a transcript does not show the
+        # rewritten bytes; the live proxy sees them by comparing requests): shown to the stage.
+        self.sim, self.breaks = sim, breaks or []
         self.conn = connect(Path(":memory:"))  # the surgery log of this replay only
         self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill"), CutLog(self.conn),
                                   Economist(cfg, prices), prices)
@@ -155,6 +159,9 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers,
                          self.body(k, req), req.ts)
         ex = Exchange(api, model=req.model)
+        hint = self.rewrite_at(k, req)
+        if hint is not None:
+            ex.notes["client_rewrite_at"] = hint
         self.stage.on_request(ex)
         self._ex = ex
         sent = ex.notes.get("surgery")
@@ -163,6 +170,23 @@ class StageDriver:
             for tid, _pos, _saved, _kind in sent.stubs:
                 cuts[tid] = self.cuts.setdefault(tid, Stub("stage:" + tid, self.stub))
         return cuts
+
+    def rewrite_at(self, k: int, req: Request) -> int | None:
+        """The message index at which the real usage shows request ``k``'s cache read stopping."""
+        b = self.breaks[k] if k < len(self.breaks) else None
+        if b is None or self.sim is None:
+            return None
+        keys, _roles, _tokens = self.sim.units(k, None)
+        line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
+        if line is None:
+            return None
+        msg, prev = -1, None
+        for ln in req.history:  # bench.reader.to_messages merges consecutive same-role lines
+            if ln.role != prev:
+                msg, prev = msg + 1, ln.role
+            if ln.index == line:
+                return max(0, msg)
+        return None
 
     def after(self, k: int, req: Request, usage: Usage) -> None:
         from scalpel_desktop.pipeline.seam import ResponseResult
@@ -196,7 +220,7 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         bill: SequenceBill | None = None
         try:
             if name in STAGE_POLICIES:
-                driver = StageDriver(seq, name, tier, prices, cfg)
+                driver = StageDriver(seq, name, tier, prices, cfg, sim, breaks)
                 try:
                     bill = sim.run(driver.cuts_for, breaks=breaks, after=driver.after)
                 finally:

@@ -24,6 +24,7 @@ The layout found (where each message sits, its hash) goes to
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from scalpel_desktop.pipeline.conversation_memo import Layout, Snapshot, locate, repeats
@@ -55,8 +56,13 @@ class ParseReuse:
         self._items: OrderedDict[int, _Remembered] = OrderedDict()
         self._serial = 0
         self.reused = 0  # requests parsed incrementally (for tests and the benchmark)
+        self._lock = threading.Lock()  # the proxy's pipeline runs on a thread pool
 
     def on_request(self, ex: Exchange) -> None:
+        with self._lock:
+            self._on_request(ex)
+
+    def _on_request(self, ex: Exchange) -> None:
         req = ex.request
         raw = req.body
         if req.endpoint != "messages" or len(raw) < self.min_bytes or ex._doc is not _unparsed():

@@ -38,6 +38,7 @@ request as the live proxy would have seen it.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
@@ -83,12 +84,19 @@ class SurgeryStage:
 
         self.surgeon = Surgeon(spill, cutlog)
         self.memo = Memo()
+        # The proxy runs the pipeline on a thread pool: one request at a time in here
+        # (the economist, the memo and the surgeon's pending cuts are shared state).
+        self._lock = threading.RLock()
 
     def _get(self, name: str) -> Any:
         return setting(self.config, name)
 
     # ------------------------------------------------------------------ request
     def on_request(self, ex: Exchange) -> None:
+        with self._lock:
+            self._on_request(ex)
+
+    def _on_request(self, ex: Exchange) -> None:
         req = ex.request
         if req.endpoint not in ENDPOINTS or not req.body:
             return
@@ -266,6 +274,10 @@ class SurgeryStage:
 
     # ------------------------------------------------------------------ response
     def on_response(self, ex: Exchange) -> None:
+        with self._lock:
+            self._on_response(ex)
+
+    def _on_response(self, ex: Exchange) -> None:
         sent: Sent | None = ex.notes.get("surgery")
         res = ex.response
         if sent is None or res is None:

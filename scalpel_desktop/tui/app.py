@@ -20,9 +20,9 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane, Tabs
 
-from scalpel_desktop.tui import data
+from scalpel_desktop.tui import data, inventory
 from scalpel_desktop.tui.messages import (
     ActionDone, ControlRequested, DecisionsLoaded, LoadFailed, ProxyPolled, ReloadRequested, SavingsLoaded,
     SessionsLoaded, ToolsLoaded,
@@ -106,6 +106,10 @@ class Dashboard(App):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane = event.pane.id or ""
+        # Focus the tab's first table or control, so its keys (space, f, a) work right away; else
+        # the tab strip (focus left in a hidden tab would make TabbedContent switch back to it).
+        first = next(iter(self.view(pane).query("DataTable, Switch:enabled")), None) if pane else None
+        (first or event.tabbed_content.query_one(Tabs)).focus()
         if pane in LEDGER_PANES:
             self.load_pane(pane, force=False)
 
@@ -156,7 +160,7 @@ class Dashboard(App):
             from scalpel_desktop.paths import dirs
 
             return DecisionsLoaded(data.load_decisions(conn, now, include_unchanged=include, spill_dir=dirs().spill))
-        return ToolsLoaded(data.load_tools(conn, now, tool_filter=self._tool_filter(), prices=self._price_table()))
+        return ToolsLoaded(inventory.load_tools(conn, now, tool_filter=self._tool_filter(), prices=self._price_table()))
 
     def _empty(self, pane: str, now: float) -> Any:
         from scalpel_desktop.paths import home_relative
@@ -165,7 +169,7 @@ class Dashboard(App):
         return {"sessions": lambda: SessionsLoaded(data.SessionsData(now, missing=why)),
                 "savings": lambda: SavingsLoaded(data.SavingsData(now, missing=why)),
                 "decisions": lambda: DecisionsLoaded(data.DecisionsData(now, missing=why)),
-                "tools": lambda: ToolsLoaded(data.ToolsData(now, self._tool_filter(), missing=why))}[pane]()
+                "tools": lambda: ToolsLoaded(inventory.ToolsData(now, self._tool_filter(), missing=why))}[pane]()
 
     def _tool_filter(self) -> bool:
         state = self.proxy_state
@@ -184,7 +188,13 @@ class Dashboard(App):
         self.post_message(ActionDone(self.link.act(request.what, request.action, request.payload)))
 
     # -- messages from workers and screens ----------------------------------------------
+    def _gone(self) -> bool:
+        """A worker's message that arrives while the app shuts down finds no widgets: drop it."""
+        return not self.is_running or not self.query("#proxy-bar")
+
     def on_proxy_polled(self, message: ProxyPolled) -> None:
+        if self._gone():
+            return
         before = self.proxy_state
         state = self.proxy_state = message.state
         self.query_one("#proxy-bar", Static).update(proxy_bar(state, self.refresh_s))
@@ -194,16 +204,20 @@ class Dashboard(App):
             self.load_pane(self.active_pane, force=True)
 
     def on_sessions_loaded(self, message: SessionsLoaded) -> None:
-        self.view("sessions").show(message.data)
+        if not self._gone():
+            self.view("sessions").show(message.data)
 
     def on_savings_loaded(self, message: SavingsLoaded) -> None:
-        self.view("savings").show(message.data)
+        if not self._gone():
+            self.view("savings").show(message.data)
 
     def on_decisions_loaded(self, message: DecisionsLoaded) -> None:
-        self.view("decisions").show(message.data)
+        if not self._gone():
+            self.view("decisions").show(message.data)
 
     def on_tools_loaded(self, message: ToolsLoaded) -> None:
-        self.view("tools").show(message.data)
+        if not self._gone():
+            self.view("tools").show(message.data)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.notify(f"Reading the ledger failed ({message.pane}): {message.error}", severity="error")
@@ -234,8 +248,8 @@ class Dashboard(App):
 def proxy_bar(state: ProxyState, refresh_s: float) -> Text:
     s = state.settings
     if not state.running:
-        return Text.assemble(("○ no proxy running", "bold yellow"), " — figures from the ledger file; toggles disabled "
-                             "(start one with `scalpel start` or the tray)")
+        return Text.assemble(("○ no proxy running", "bold yellow"), " — figures from the ledger file; toggles "
+                             "disabled (start one with `scalpel start` or the tray)")
     paused = bool(s.get("paused"))
     return Text.assemble(
         ("● proxy running", "bold green"), f" on 127.0.0.1:{state.port}",

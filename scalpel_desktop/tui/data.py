@@ -19,11 +19,15 @@ Definitions the screens rely on (docs/dashboard.md repeats them):
 * savings windows are local calendar days: today, the last 7 days (today
   included) and the last 30 days. Realized figures come from the ledger's
   ``realized_*`` columns only; projected estimates are kept apart.
+
+The tool inventory is read through the tools package's own readers
+(``tui/inventory.py``), which hold that SQL.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -40,6 +44,7 @@ MAX_LOG_ROWS = 200
 CONVERSATION_ENDPOINTS = ("messages", "chat", "responses")
 _ENDPOINTS_SQL = "(" + ",".join(f"'{e}'" for e in CONVERSATION_ENDPOINTS) + ")"
 _MAIN = "(agent IS NULL OR agent = '')"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 # -- the connection ----------------------------------------------------------------
@@ -59,7 +64,6 @@ def tables(conn: sqlite3.Connection) -> set[str]:
 @dataclass(frozen=True)
 class LedgerVersion:
     """Changes whenever a row is added to a table the dashboard shows."""
-
     requests: int = 0
     cuts: tuple = ()
     tools: tuple = ()
@@ -114,7 +118,7 @@ class SessionsData:
 
     @property
     def active(self) -> int:
-        return sum(1 for r in self.rows if r.active)
+        return sum(r.active for r in self.rows)
 
 
 def load_sessions(conn: sqlite3.Connection, now: float) -> SessionsData:
@@ -321,100 +325,24 @@ def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: b
         "SELECT decision, COUNT(*) FROM requests WHERE ts <= ? GROUP BY decision", (now,))}
     cuts: list[CutRow] = []
     if "cuts" in have:
-        join = ("LEFT JOIN tool_calls t ON t.session = c.session AND t.tool_use_id = c.tool_use_id"
-                if "tool_calls" in have else "")
-        tool = "t.name" if join else "NULL"
         from scalpel_desktop.store.spill import SpillStore
 
-        spill = SpillStore(spill_dir)
+        join = ("LEFT JOIN tool_calls t ON t.session = c.session AND t.tool_use_id = c.tool_use_id"
+                if "tool_calls" in have else "")
+        tool, spill = ("t.name" if join else "NULL"), SpillStore(spill_dir)
         for r in conn.execute(
                 f"""SELECT c.tool_use_id, c.created_at, c.session, c.agent, {tool}, c.kind, c.tokens,
                            c.original_sha256
                     FROM cuts c {join} WHERE c.created_at <= ?
                     ORDER BY c.created_at DESC, c.tool_use_id LIMIT ?""", (now, limit)):
-            try:
-                path = spill.path(r[7])
-            except ValueError:
-                path = None
+            path = spill.path(r[7]) if _HEX64.fullmatch(r[7] or "") else None
             cuts.append(CutRow(r[0], float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5], int(r[6]), r[7] or "",
                                str(path) if path else "", _size(path)))
     return DecisionsData(now, decisions, cuts, counts, include_unchanged)
 
 
 def _size(path: Path | None) -> int | None:
-    if path is None:
-        return None
     try:
-        return os.stat(path).st_size
+        return os.stat(path).st_size if path is not None else None
     except OSError:
         return None
-
-
-# -- tools ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ToolRow:
-    name: str
-    kind: str
-    tokens: int
-    sessions: int
-    calls: int
-    removal: str | None  # the removal-list entry covering this name (itself, or mcp__<server>)
-    status: str
-    realized_tokens: int
-    realized_usd: float | None
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    name: str
-    kind: str
-    tokens: int
-    sessions: int
-    days: float
-    projected_tokens_per_session: int
-    projected_usd_per_session: float | None
-    priced_as: str
-    basis: str
-    needs_force: bool
-    summary: str
-
-
-@dataclass(frozen=True)
-class ToolsData:
-    now: float
-    tool_filter: bool
-    tools: list[ToolRow] = field(default_factory=list)
-    removals: tuple[str, ...] = ()
-    suggestions: list[Suggestion] = field(default_factory=list)
-    withheld: int = 0
-    coverage_sessions: int = 0
-    coverage_days: float = 0.0
-    thresholds: dict[str, Any] = field(default_factory=dict)
-    realized_tokens: int = 0
-    realized_usd: float | None = None
-    missing: str = ""
-
-
-def load_tools(conn: sqlite3.Connection, now: float, *, tool_filter: bool, prices: Any = None) -> ToolsData:
-    """The inventory and suggestions, through the tools package's own readers (read-only)."""
-    if "tool_declarations" not in tables(conn):
-        return ToolsData(now, tool_filter, missing="no tool inventory yet (the ledger has no tools tables)")
-    from scalpel_desktop.tools.listing import inventory_listing
-    from scalpel_desktop.tools.store import ToolStore
-    from scalpel_desktop.tools.suggest import build_report
-
-    store = ToolStore(conn)  # only its read paths are used: the connection is read-only
-    listing = inventory_listing(store, {"tool_filter": tool_filter})
-    report = build_report(store, prices=prices)
-    tools = [ToolRow(t["name"], t["kind"], int(t["tokens"]), int(t["sessions"]), int(t["calls"]), t["removal"],
-                     t["status"], int(t["realized"]["tokens"] or 0), t["realized"]["usd"]) for t in listing["tools"]]
-    suggestions = [Suggestion(s["name"], s["kind"], int(s["tokens"]), int(s["sessions"]), float(s["days"]),
-                              int(s["projected"]["tokens_per_session"]), s["projected"]["usd_per_session"],
-                              s["projected"]["priced_as"], s["basis"], bool(s["needs_force"]), s["summary"])
-                   for s in report["suggestions"]]
-    return ToolsData(now, tool_filter, tools, tuple(r["name"] for r in listing["removals"]), suggestions,
-                     int(report["withheld"]["count"]), int(report["coverage"]["sessions"]),
-                     float(report["coverage"]["days"]), dict(report["thresholds"]),
-                     int(listing["realized"]["tokens"] or 0), listing["realized"]["usd"])

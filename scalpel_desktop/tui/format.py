@@ -30,8 +30,8 @@ def tokens_short(n: int | None) -> str:
 def usd(x: float | None) -> str:
     if x is None:
         return "—"
-    if abs(x) < 10:
-        return f"${x:,.4f}" if 0 < abs(x) < 0.01 else f"${x:,.2f}"
+    if 0 < abs(x) < 0.005:  # would print as $0.00
+        return f"${x:,.4f}"
     return f"${x:,.2f}"
 
 

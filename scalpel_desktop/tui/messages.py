@@ -13,7 +13,8 @@ from typing import Any
 
 from textual.message import Message
 
-from scalpel_desktop.tui.data import DecisionsData, SavingsData, SessionsData, ToolsData
+from scalpel_desktop.tui.data import DecisionsData, SavingsData, SessionsData
+from scalpel_desktop.tui.inventory import ToolsData
 from scalpel_desktop.tui.proxy import ActionResult, ProxyState
 
 

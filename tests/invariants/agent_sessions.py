@@ -171,7 +171,7 @@ class _Builder:
     # -- tool calls and their results --------------------------------------
     def file_content(self, path: str) -> str:
         if path not in self.files:
-            self.files[path] = _text(self.rnd, self.rnd.randrange(3_000, 16_000))
+            self.files[path] = _text(self.rnd, self.rnd.randrange(2_000, 10_000))
         return self.files[path]
 
     def call(self, kind: str, path: str) -> tuple[dict, dict]:
@@ -188,11 +188,11 @@ class _Builder:
             res = {"type": "tool_result", "tool_use_id": tid, "content": f"The file {path} has been updated."}
         elif kind == "fail":
             use = {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "pytest -x"}}
-            res = {"type": "tool_result", "content": "Exit code 1\n" + _text(rnd, rnd.randrange(1_500, 6_000)),
+            res = {"type": "tool_result", "content": "Exit code 1\n" + _text(rnd, rnd.randrange(1_000, 4_000)),
                    "is_error": True, "tool_use_id": tid}
         else:  # bash / grep
             use = {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": f"ls -la {path}"}}
-            res = {"tool_use_id": tid, "type": "tool_result", "content": _text(rnd, rnd.randrange(300, 5_000)),
+            res = {"tool_use_id": tid, "type": "tool_result", "content": _text(rnd, rnd.randrange(300, 3_000)),
                    "is_error": False}
         return use, res
 

@@ -5,7 +5,6 @@ TCP relay between Claude Code and the proxy), including ``--resume``."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 
 import pytest
 

@@ -71,7 +71,9 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
     plan += [(33 * DAY, 12)]  # outside the 30-day window
     for i, (back, turns) in enumerate(plan):
         session = _session_id(rng)
-        model = MODELS[i % len(MODELS)]
+        # Sonnet for most sessions: no tie in "the sessions' most common model" (which
+        # tools/suggest.py prices suggestions with; a tie would resolve by set order).
+        model = MODELS[0] if i % 2 == 0 else MODELS[1 + (i // 2) % 2]
         start = now - back
         seed.sessions[session] = {"model": model, "start": start, "turns": turns}
         _session_requests(seed, rng, session, model, start, turns, last_gap={0: 40.0, 1: 95.0}.get(i))

@@ -62,6 +62,13 @@ async def test_number_keys_switch_tabs_and_show_the_seeded_figures(seeded):
         await pilot.press("3")
         await settle(pilot)
         assert app.query_one("#cuts-table", DataTable).row_count == len(seeded.cuts)
+        changed = sum(1 for r in seeded.requests if r["decision"] != "unchanged")
+        assert app.query_one("#decisions-table", DataTable).row_count == min(200, changed)
+        await pilot.press("a")  # every request, unchanged ones too
+        await settle(pilot)
+        assert app.query_one("#decisions-table", DataTable).row_count == min(200, len(seeded.requests))
+        await pilot.press("a")
+        await settle(pilot)
         newest = min(seeded.cuts, key=lambda c: (-c.created_at, c.tool_use_id))  # newest first, then by id
         detail = text_of(app, "#cut-detail")
         assert "~/.local/share/scalpel/data/spill/" in detail and newest.original_sha256[:12] in detail

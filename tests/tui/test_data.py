@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scalpel_desktop.paths import dirs
-from scalpel_desktop.tui import data
+from scalpel_desktop.tui import data, inventory
 from tests.tui.helpers import expected_realized, expected_session, listed_sessions, period_start
 from tests.tui.seed import DAY
 
@@ -88,7 +88,7 @@ def test_decisions_log_and_cuts(seeded, conn):
 
 
 def test_tools_inventory_and_suggestions(seeded, conn):
-    got = data.load_tools(conn, seeded.now, tool_filter=False)
+    got = inventory.load_tools(conn, seeded.now, tool_filter=False)
     names = {t.name: t for t in got.tools}
     assert got.removals == seeded.removals
     assert names["mcp__linear__create_issue"].removal == "mcp__linear"

@@ -120,7 +120,8 @@ class DecisionsView(Vertical):
         detail.update(Text.assemble(
             ("Cut ", "dim"), (c.tool_use_id, "bold"), (" of ", "dim"), c.tool or "an unrecorded tool",
             ("  session ", "dim"), c.session, "\n",
-            ("Why ", "dim"), KIND_WHY.get(c.kind, c.kind), ("  ·  size ", "dim"), f"{fmt.tokens(c.tokens)} tokens", "\n",
+            ("Why ", "dim"), KIND_WHY.get(c.kind, c.kind), ("  ·  size ", "dim"), f"{fmt.tokens(c.tokens)} tokens",
+            "\n",
             ("Original ", "dim"), (shown, f"link {link}" if link else ""),
             (f"  ({fmt.size_bytes(c.spill_bytes)})" if c.spill_bytes is not None else "  (spill file gone)", "dim"),
             ("  ·  scalpel spill show " + c.sha256[:12], "dim")))

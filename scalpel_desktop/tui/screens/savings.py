@@ -44,13 +44,15 @@ class SavingsView(Vertical):
         first = datetime.fromtimestamp(data.days[0].start).strftime("%b %d") if data.days else ""
         self.query_one("#savings-chart-title", Static).update(Text.assemble(
             "Realized tokens saved per day since ", first, "  ",
-            ("██", STYLE_TODAY), " today  ", ("██", STYLE_WEEK), " last 7 days  ", ("██", STYLE_MONTH), " older"))
+            ("██", STYLE_TODAY), " today  ", ("██", STYLE_WEEK), " last 7 days  ", ("██", STYLE_MONTH),
+            " older"))
         month = data.periods[-1]
         notes = Text.assemble(
             ("Realized", "bold"), " = from the provider's usage counts of requests scalpel changed, priced at the tier "
             "each removed token would have been billed at. ",
-            ("Projected", "bold"), f" (estimate, not in the figures above): 30 days {fmt.tokens(month.projected_tokens)} "
-            f"tokens removed ≈ {fmt.usd(month.projected_usd)}; weight: {data.projected_weight}.\n",
+            ("Projected", "bold"), " (estimate, not in the figures above): 30 days "
+            f"{fmt.tokens(month.projected_tokens)} tokens removed ≈ {fmt.usd(month.projected_usd)}; "
+            f"weight: {data.projected_weight}.\n",
             ("Prices as of ", "dim"), data.prices_as_of or "?")
         if data.assumed_prices:
             notes.append("  · assumed prices: " + ", ".join(f"{m} as {f}" for m, f in data.assumed_prices.items()),

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Label, Static, Switch
 
 from scalpel_desktop.tui import format as fmt
-from scalpel_desktop.tui.data import ToolsData
+from scalpel_desktop.tui.inventory import ToolsData
 from scalpel_desktop.tui.messages import ControlRequested
 from scalpel_desktop.tui.proxy import ProxyState
 
@@ -67,7 +67,7 @@ class ToolsView(Vertical):
         for t in data.tools:
             removed = t.removal is not None
             by = "" if not removed else (t.removal if t.removal != t.name else "itself") + (
-                "" if data.tool_filter else " (off)")
+                "" if data.tool_filter else " (filter off)")
             inv.add_row(
                 Text("[x] remove" if removed else "[ ] keep", style="bold red" if removed else "dim"),
                 t.name, t.kind, Text(fmt.tokens(t.tokens), justify="right"), Text(str(t.sessions), justify="right"),
@@ -78,8 +78,8 @@ class ToolsView(Vertical):
         th = data.thresholds
         self.query_one("#suggest-summary", Static).update(Text.assemble(
             ("Suggestions ", "bold"), f"never called in ≥ {th.get('min_sessions', 0)} sessions over "
-            f"≥ {th.get('min_days', 0):g} days (coverage {data.coverage_sessions} sessions, "
-            f"{data.coverage_days:g} days; {data.withheld} withheld) · ", ("projected, not realized", "italic")))
+            f"≥ {th.get('min_days', 0):g} days (coverage: {data.coverage_sessions} sessions, "
+            f"{data.coverage_days:g} days; {data.withheld} withheld) · ", ("projected", "italic")))
         sug = self.query_one("#suggest-table", DataTable)
         cursor = sug.cursor_row
         sug.clear()
@@ -87,8 +87,8 @@ class ToolsView(Vertical):
             sug.add_row(s.name, s.kind, Text(fmt.tokens(s.tokens), justify="right"),
                         Text(str(s.sessions), justify="right"), Text(f"{s.days:g}", justify="right"),
                         Text("0", justify="right"),
-                        Text(f"{fmt.tokens(s.projected_tokens_per_session)} tok ≈ {fmt.usd(s.projected_usd_per_session)}",
-                             justify="right"),
+                        Text(f"{fmt.tokens(s.projected_tokens_per_session)} tok "
+                             f"≈ {fmt.usd(s.projected_usd_per_session)}", justify="right"),
                         Text("built-in: f" if s.needs_force else "", style="yellow"), key=s.name)
         if data.suggestions:
             sug.move_cursor(row=min(cursor, len(data.suggestions) - 1))
@@ -108,8 +108,7 @@ class ToolsView(Vertical):
             switch.value = on
         switch.disabled = not (state and state.running)
         if state and state.running:
-            reason.update(Text("space: remove/restore the highlighted name · f: force (built-ins) · "
-                               "applies to new sessions", style="dim"))
+            reason.update(Text("space: remove/restore the highlighted name · f: force (built-ins)", style="dim"))
             switch.tooltip = None
         else:
             reason.update(Text(f"toggles disabled: {state.reason if state else 'looking for a proxy…'}",

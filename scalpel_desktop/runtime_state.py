@@ -1,0 +1,137 @@
+"""The runtime's small persistent facts and counters.
+
+- ``InstanceLock``: one running proxy per user. An OS file lock (``flock``;
+  ``msvcrt`` on Windows) that dies with the process, so a crash never leaves
+  a stale lock; its content names the pid and port holding it.
+- ``read_holder``: where the running one is (runtime file, else lock file).
+- ``ensure_token``: the per-install control token, created 0600 on first use.
+- ``Stats``: request counters the proxy thread updates and any thread reads.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+import threading
+from typing import Any
+
+from scalpel_desktop import clock
+from scalpel_desktop.paths import dirs
+
+
+class InstanceLock:
+    """An exclusive OS lock on ``path``; released when closed or when the process dies."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.name == "nt":  # pragma: no cover - Windows
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def describe(self, info: dict) -> None:
+        """Write who holds the lock (pid, port) into it, for a second start to read."""
+        if self._fd is None or os.name == "nt":
+            return
+        data = (json.dumps(info, sort_keys=True) + "\n").encode()
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+
+def read_holder() -> tuple[int | None, int | None]:
+    """(pid, port) of the running instance, from the runtime file or the lock file."""
+    for path in (dirs().runtime_file, dirs().lock_file):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            return int(info.get("pid")), int(info.get("port"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return None, None
+
+
+def ensure_token() -> str:
+    """The per-install control token; created (0600) on first use."""
+    path = dirs().token_file
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return token
+
+
+class Stats:
+    """Counters the proxy thread updates and any thread reads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.api_requests = 0
+        self.errors = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.last_error = ""
+        self._day = ""
+        self.requests_today = 0
+
+    def record(self, finished: Any) -> None:
+        day = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
+        with self._lock:
+            self.requests += 1
+            if day != self._day:
+                self._day, self.requests_today = day, 0
+            self.requests_today += 1
+            if finished.piped:
+                self.api_requests += 1
+            if finished.error or finished.status >= 400 or finished.status == 0:
+                self.errors += 1
+                self.last_error = finished.error or f"HTTP {finished.status} from {finished.api} upstream"
+            if finished.usage is not None:
+                self.tokens_in += finished.usage.prompt_tokens
+                self.tokens_out += finished.usage.output_tokens
+
+    def snapshot(self) -> dict[str, Any]:
+        today = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "api_requests": self.api_requests,
+                "errors": self.errors,
+                "requests_today": self.requests_today if today == self._day else 0,
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+                "last_error": self.last_error,
+            }
