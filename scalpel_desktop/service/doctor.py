@@ -29,6 +29,17 @@ class Check:
         return asdict(self)
 
 
+def _running_port() -> int | None:
+    """The port of a proxy started by hand (`scalpel start --port N`), from its runtime file."""
+    try:
+        from scalpel_desktop.control_client import runtime_info
+
+        info = runtime_info() or {}
+        return int(info["port"]) if info.get("port") else None
+    except (ImportError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _port_free(port: int) -> bool:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -56,7 +67,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
         out.append(Check("config", "fail", str(e), f"fix or remove {home_relative(dirs().config_file)}"))
         cfg = Config({})
     state = autopilot.read_state()
-    port = int(state.get("port") or cfg["port"])
+    port = int(state.get("port") or _running_port() or cfg["port"])
     answer = health(port)
     if answer:
         out.append(Check("proxy", "ok", f"answering on {base_url(port)} (pid {answer.get('pid')}, version {answer.get('version')})"))

@@ -79,3 +79,15 @@ def test_uninstall_without_confirmation_changes_nothing(isolated_home, capsys):
     before = settings_path().read_bytes()
     assert main(["uninstall"]) == 1  # stdin is not a terminal under pytest
     assert settings_path().read_bytes() == before
+
+
+def test_doctor_finds_a_proxy_started_by_hand_on_another_port(isolated_home, capsys):
+    from scalpel_desktop.runtime import Runtime
+
+    rt = Runtime(port=0).start()
+    try:
+        rc, checks = _doctor(capsys)
+        assert checks["proxy"]["status"] == "ok"
+        assert f":{rt.port}" in checks["proxy"]["detail"] or str(rt.port) in json.dumps(checks["proxy"])
+    finally:
+        rt.stop()
