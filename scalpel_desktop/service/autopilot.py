@@ -30,6 +30,7 @@ from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
 
 FEATURE = "autopilot"
 KEY = ("env", "ANTHROPIC_BASE_URL")
+TOOL_SEARCH_KEY = ("env", "ENABLE_TOOL_SEARCH")
 
 
 class AutopilotError(Exception):
@@ -156,7 +157,15 @@ def on(timeout: float = 30.0, backend: ServiceBackend | None = None) -> Autopilo
             env = {}
             d["env"] = env
         env["ANTHROPIC_BASE_URL"] = base_url(port)
-        return {KEY: prev}
+        replaced = {KEY: prev}
+        # Claude Code switches tool search (deferred tools) off behind any
+        # non-first-party base URL unless ENABLE_TOOL_SEARCH is set; scalpel
+        # forwards tool_reference blocks untouched, so keep it on. Only when the
+        # user has not chosen; `off` removes it again.
+        if TOOL_SEARCH_KEY[1] not in env:
+            env[TOOL_SEARCH_KEY[1]] = "true"
+            replaced[TOOL_SEARCH_KEY] = ClaudeSettings.MISSING
+        return replaced
 
     try:
         settings.apply(FEATURE, edit)

@@ -32,6 +32,7 @@ def test_on_off_round_trip_restores_the_file_byte_for_byte(process_service):
     assert st.enabled and st.proxy_answering and st.settings_point_here
     assert json.loads(path.read_bytes())["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{port}"
     assert json.loads(path.read_bytes())["env"]["DISABLE_TELEMETRY"] == "1"
+    assert json.loads(path.read_bytes())["env"]["ENABLE_TOOL_SEARCH"] == "true"
     pid = ProcessBackend().pid()
     assert pid is not None and health(port)["pid"] == pid
     st = autopilot.off()
@@ -147,3 +148,12 @@ def test_off_refuses_unparsable_settings_and_keeps_the_service(process_service):
     path.write_bytes(json.dumps({"env": {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}}).encode())
     autopilot.off()
     assert "env" not in json.loads(path.read_bytes())
+
+
+def test_a_users_own_tool_search_choice_is_kept(process_service):
+    mine = b'{"env": {"ENABLE_TOOL_SEARCH": "false"}}'
+    path = _write_settings(mine)
+    autopilot.on(timeout=30)
+    assert json.loads(path.read_bytes())["env"]["ENABLE_TOOL_SEARCH"] == "false"
+    autopilot.off()
+    assert path.read_bytes() == mine
