@@ -15,8 +15,9 @@ that was added (the previous response and the new user lines). A robust
 (least absolute deviation) fit of ``tokens = sum(chars_kind / cpt_kind) +
 overhead * blocks + hidden`` over those samples, per model family, gives the
 characters-per-token below; ``hidden`` absorbs what the client adds without
-writing it to the transcript (system reminders) and is not part of a block's
-estimate. Families with too few samples share the fit of their tokenizer
+writing it to the transcript (system reminders, file-change notes, teammate
+messages) and is not part of a block's estimate. Deferred tools loaded by
+ToolSearch count as the declaration each ``tool_reference`` stands for. Families with too few samples share the fit of their tokenizer
 generation. ``scalpel accuracy DIR`` prints the resulting error next to a
 plain characters / 4.
 """
@@ -33,12 +34,15 @@ KINDS = ("prose", "code", "json")
 
 # Fitted on ../shared/corpus/transcripts by bench/calibrate.py (see the module
 # docstring): chars per token by kind, tokens of wrapping per block, and the
-# tokens per turn the client adds without writing them to the transcript.
+# tokens per turn the client adds without writing them to the transcript (the
+# fit's median; the mean is 159 / 512, pulled up by a few large turns in short
+# subagent sequences: see bench/calibrate.py).
 # gen-2025: Claude 4.x up to 4.6 (901 samples); gen-2026: Opus 4.7 and later,
-# whose tokenizer counts more tokens for the same text (76 samples).
+# whose tokenizer counts more tokens for the same text (76 samples, so its
+# characters per token are loose: prose and the per-turn term are collinear).
 CALIBRATION: dict[str, dict[str, float]] = {
     "gen-2025": {"prose": 3.06, "code": 3.27, "json": 3.4, "overhead": 3.0, "hidden": 81.0},
-    "gen-2026": {"prose": 2.11, "code": 2.55, "json": 2.86, "overhead": 3.0, "hidden": 206.7},
+    "gen-2026": {"prose": 1.61, "code": 2.52, "json": 2.81, "overhead": 3.0, "hidden": 148.9},
 }
 
 _CODE_HINTS = re.compile(r"[{}();=<>\[\]]|^\s{2,}\S|\u2192|^\s*\d+\t", re.M)
@@ -121,7 +125,11 @@ def chars_by_kind(block: Any) -> tuple[dict[str, int], int]:
                     out[k] += v
     elif t == "image":
         out["json"] += IMAGE_TOKENS * 3  # ~1,600 tokens for a typical screenshot
-    elif t in ("tool_reference", "document", "search_result"):
+    elif t == "tool_reference":
+        # The API expands a reference to a deferred tool into that tool's whole
+        # declaration, where the reference sits (ToolSearch results).
+        out["json"] += TOOL_REFERENCE_CHARS
+    elif t in ("document", "search_result"):
         out["json"] += len(dumps(block))
     else:
         out["json"] += len(dumps(block))
@@ -129,6 +137,12 @@ def chars_by_kind(block: Any) -> tuple[dict[str, int], int]:
 
 
 IMAGE_TOKENS = 1600
+# Characters of the tool declaration a ``tool_reference`` block stands for. Fitted
+# on the corpus's 8 prompt growths holding ToolSearch results (25 references, all
+# Opus 4.7: 1,026 unexplained tokens per reference at 2.86 characters per token);
+# Claude Code 2.1.332's real declarations (../shared/corpus/wire) are 639 to 5,688
+# characters each.
+TOOL_REFERENCE_CHARS = 2900
 
 
 def estimate_chars(chars: dict[str, int], blocks: int, family: str | None = None) -> float:

@@ -128,7 +128,8 @@ def _suggestion(e: _Evidence, sessions: dict[str, dict], prices: Any) -> dict[st
     reqs = [sessions[s]["requests"] for s in e.sessions]
     mean_requests = sum(reqs) / len(reqs) if reqs else 0.0
     models = Counter(sessions[s]["model"] for s in e.sessions if sessions[s]["model"])
-    model = models.most_common(1)[0][0] if models else ""
+    # Most frequent model; ties broken by name so the figure never depends on hash order.
+    model = max(models.items(), key=lambda kv: (kv[1], kv[0]))[0] if models else ""
     per_session_tokens = round(e.tokens * mean_requests)
     usd = None
     rates = _rates(prices, model)

@@ -52,3 +52,29 @@ def test_calibrated_estimator_beats_chars4_on_the_corpus():
     for s in scores.values():
         if s.samples >= 40:
             assert s.calibrated_error_pct < s.chars4_error_pct, s.family
+
+
+def test_a_tool_reference_counts_as_the_declaration_it_loads():
+    """ToolSearch results: the API expands each reference into the tool's whole declaration."""
+    from scalpel_desktop.accounting.estimator import TOOL_REFERENCE_CHARS
+
+    one = {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "tool_reference", "tool_name": "WebFetch"}]}
+    three = {"type": "tool_result", "tool_use_id": "t",
+             "content": [{"type": "tool_reference", "tool_name": n} for n in ("A", "B", "C")]}
+    a = estimate_block(one, "opus-4.7")
+    assert a > TOOL_REFERENCE_CHARS / 4  # far more than the ~40 bytes of the reference itself
+    assert estimate_block(three, "opus-4.7") > 2.5 * a
+
+
+def test_the_fit_reports_the_median_per_turn_term_and_the_mean():
+    from scalpel_desktop.bench.calibrate import Sample, fit
+
+    # most turns add 50 hidden tokens, a few add 5,000: the median stays near 50
+    samples = []
+    for i in range(60):
+        extra = 5000 if i % 10 == 0 else 50
+        chars = {"prose": 300 + 7 * i, "code": 0, "json": 0}
+        samples.append(Sample("sonnet-4.5", round(chars["prose"] / 3.0) + 3 + extra, chars, 1, []))
+    row = fit(samples)
+    assert abs(row["hidden"] - 50) < 25
+    assert row["hidden_mean"] > 400

@@ -85,3 +85,19 @@ def test_replay_baseline_tracks_the_real_bill_on_the_corpus():
         breaks += bill.breaks_used
     assert breaks > 0
     assert abs(sim - real) / real < 0.05
+
+
+def test_the_check_is_within_its_target_on_the_corpus():
+    """Content, timestamps and the FIRST request's usage only: within 5% of the real bill."""
+    from scalpel_desktop.bench.check import TARGET_PCT
+
+    prices = PriceTable.builtin()
+    real = sim = 0.0
+    for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
+        if len(seq.requests) < 2:
+            continue
+        bill = SequenceSimulator(seq, prices, mode="check").run()
+        real += bill.real_cost
+        sim += bill.sim_cost
+    assert real > 0
+    assert abs(sim - real) / real * 100 <= TARGET_PCT

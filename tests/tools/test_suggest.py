@@ -79,3 +79,37 @@ def test_already_removed_names_are_not_suggested(tmp_path):
     store.add_removal("Workflow", "cli", forced=True)
     store.add_removal("mcp__gh", "cli", forced=False)
     assert names(build_report(store)) == []
+
+
+
+TIED_MODELS = """
+import json, sys
+from scalpel_desktop.tools.store import Declared, ToolStore
+from scalpel_desktop.tools.suggest import build_report
+store = ToolStore.open(sys.argv[1])
+for i in range(6):
+    sid, model = f"s{i}", ("claude-opus-4-1", "claude-haiku-4-5", "claude-sonnet-4-5")[i % 3]
+    decl = [Declared("Workflow", "builtin", None, 900, "w"), Declared("Bash", "builtin", None, 500, "b")]
+    store.save_inventory(sid, "cli", model, 1_790_000_000.0 + i * 2 * 86400, decl, [(sid + "-c", "Bash")],
+                         new_request=True)
+s = [x for x in build_report(store)["suggestions"] if x["name"] == "Workflow"][0]
+print(json.dumps({k: v for k, v in s.items() if k != "generated_at"}, sort_keys=True, default=str))
+"""
+
+
+def test_a_suggestion_does_not_depend_on_hash_order_when_models_tie(tmp_path):
+    """Sessions split evenly over models: the pricing model (and so the projected
+    dollars) must come out the same whatever PYTHONHASHSEED is."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for seed_value in ("1", "2", "3", "4", "5"):
+        db = tmp_path / f"seed{seed_value}.sqlite3"
+        env = dict(os.environ, PYTHONHASHSEED=seed_value)
+        done = subprocess.run([sys.executable, "-c", TIED_MODELS, str(db)], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert done.returncode == 0, done.stderr[-800:]
+        outs.add(done.stdout)
+    assert len(outs) == 1

@@ -21,6 +21,8 @@ def _show(pane: str):
         await settle(pilot)
         await pilot.press(str(PANES.index(pane) + 1))
         await settle(pilot)
+        await pilot.wait_for_scheduled_animations()  # the tab underline slides
+        await settle(pilot)
 
     return run_before
 
