@@ -3,7 +3,7 @@
 Prints median milliseconds for: parse (orjson), building the view,
 unit_hashes, find_doom_spans, re-applying logged cuts, cutting, validating,
 serializing; then for the next request of the same conversation, parsed and
-viewed re-using the previous request's work (``wire.incremental``). Run: ``python benchmarks/surgery_core.py``.
+viewed re-using the previous request's work (``pipeline/parse_reuse.py``). Run: ``python benchmarks/surgery_core.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from scalpel_desktop.surgery.surgeon import Surgeon  # noqa: E402
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402
 from scalpel_desktop.surgery.validate import validate_rewrite  # noqa: E402
 from scalpel_desktop.wire import jsoncodec  # noqa: E402
-from scalpel_desktop.wire.incremental import parse_body  # noqa: E402
+from scalpel_desktop.pipeline.parse_reuse import ParseReuse  # noqa: E402
 from scalpel_desktop.wire.view import view_for  # noqa: E402
 
 
@@ -97,13 +97,13 @@ def main() -> int:
         row["cut+validate+serialize"] = median_ms(cut_and_validate, 5)
         # the next request of the same conversation, re-using the previous parse and view
         before, after = build(target, with_previous=True)
-        prev = parse_body(before)
+        reuse = ParseReuse(min_bytes=0)
+        prev = reuse.parse(before)
         prev_view = view_for("messages", prev.doc)
         prev_view.unit_hashes()
-        prev._layout()
 
         def incremental():
-            p = parse_body(after, prev)
+            p = reuse.parse(after)  # re-uses the last body remembered (``before``, then ``after``)
             v = view_for("messages", p.doc, previous=prev_view)
             v.unit_hashes()
             return p, v

@@ -12,17 +12,38 @@ temporary folder.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 APP_NAME = "scalpel-desktop"
 
 
-@dataclass(frozen=True)
 class Dirs:
+    """The three base directories. A plain immutable class, not a dataclass: Claude Code's
+    hooks import this module on every tool call, and ``dataclasses`` costs them ~10 ms."""
+
+    __slots__ = ("data", "config", "state")
     data: Path
     config: Path
     state: Path
+
+    def __init__(self, data: Path, config: Path, state: Path) -> None:
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "config", config)
+        object.__setattr__(self, "state", state)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Dirs is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dirs):
+            return NotImplemented
+        return (self.data, self.config, self.state) == (other.data, other.config, other.state)
+
+    def __hash__(self) -> int:
+        return hash((self.data, self.config, self.state))
+
+    def __repr__(self) -> str:
+        return f"Dirs(data={self.data!r}, config={self.config!r}, state={self.state!r})"
 
     @property
     def spill(self) -> Path:

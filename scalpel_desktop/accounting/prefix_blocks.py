@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 from scalpel_desktop.accounting.tokens import canonical_block
 from scalpel_desktop.wire.jsoncodec import dumps

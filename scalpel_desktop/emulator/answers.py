@@ -12,7 +12,8 @@ import json
 import secrets
 import threading
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from scalpel_desktop.accounting.tokens import rule_tokens
 from scalpel_desktop.accounting.usage import Usage

@@ -262,42 +262,44 @@ class Emulator:
         if early is not None:
             return early
         completion = answers.chat_completion(choice.turn, body, rec.usage)
-        rec.usage.output_tokens = completion["usage"]["completion_tokens"]
-        rec.answer = completion
-        if not body.get("stream"):
-            if fault and fault.kind == "error_event":
-                return self._fault_error(rec, fault, "openai")
-            rec.status = 200
-            return self._json(completion)
-        include = bool((body.get("stream_options") or {}).get("include_usage"))
-        events = [answers.sse(None, c) for c in answers.chat_chunks(completion, include)]
-        events.append(answers.sse(None, "[DONE]"))
+
+        def events() -> list[bytes]:
+            include = bool((body.get("stream_options") or {}).get("include_usage"))
+            return [answers.sse(None, c) for c in answers.chat_chunks(completion, include)] + [answers.sse(None, "[DONE]")]
 
         def error_event(f: Fault) -> bytes:
             return answers.sse(None, {"error": {"message": f.message or "The server had an error",
                                                 "type": f.error_type or "server_error", "param": None,
                                                 "code": None}})
-        return await self._stream(request, rec, events, fault, error_event)
+        return await self._openai_answer(request, rec, body, fault, completion, completion["usage"]["completion_tokens"],
+                                         events, error_event)
 
     async def h_responses(self, request: web.Request) -> web.StreamResponse:
         rec, body, choice, fault, early = await self._openai(request, "responses", validate_responses_body)
         if early is not None:
             return early
         resp = answers.response_object(choice.turn, body, rec.usage)
-        rec.usage.output_tokens = resp["usage"]["output_tokens"]
-        rec.answer = resp
-        if not body.get("stream"):
-            if fault and fault.kind == "error_event":
-                return self._fault_error(rec, fault, "openai")
-            rec.status = 200
-            return self._json(resp)
-        events = [answers.sse(ev["type"], ev) for ev in answers.response_events(resp)]
 
         def error_event(f: Fault) -> bytes:
             return answers.sse("error", {"type": "error", "code": f.error_type or "server_error",
                                          "message": f.message or "The server had an error", "param": None,
                                          "sequence_number": 0})
-        return await self._stream(request, rec, events, fault, error_event)
+        return await self._openai_answer(request, rec, body, fault, resp, resp["usage"]["output_tokens"],
+                                         lambda: [answers.sse(ev["type"], ev) for ev in answers.response_events(resp)],
+                                         error_event)
+
+    async def _openai_answer(self, request: web.Request, rec, body: dict, fault: Fault | None, answer: dict,
+                             output_tokens: int, events: Callable[[], list[bytes]],
+                             error_event: Callable[[Fault], bytes]) -> web.StreamResponse:
+        """Both OpenAI endpoints once their answer is built: the JSON object, or ``events()`` streamed."""
+        rec.usage.output_tokens = output_tokens
+        rec.answer = answer
+        if not body.get("stream"):
+            if fault and fault.kind == "error_event":
+                return self._fault_error(rec, fault, "openai")
+            rec.status = 200
+            return self._json(answer)
+        return await self._stream(request, rec, events(), fault, error_event)
 
     # ---------------------------------------------------------------- streaming
     async def _stream(self, request: web.Request, rec: RecordedRequest, events: list[bytes],

@@ -11,7 +11,8 @@ or ``output_config``). The corpus test checks every captured body passes.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from scalpel_desktop.accounting.cache_model import CACHE_TTLS, MAX_BREAKPOINTS
 
@@ -232,12 +233,17 @@ def _unanswered(index: int, ids: list[str]) -> ApiError:
 # --------------------------------------------------------------------------- OpenAI
 
 
-def validate_chat_body(body: Any) -> None:
-    """Chat Completions: model, messages, and tool messages answering tool_calls."""
+def _require_openai_model(body: Any, missing: str) -> None:
+    """A JSON object with a model, or the error OpenAI answers (each endpoint words ``missing`` its own way)."""
     if not isinstance(body, Mapping):
         raise bad("We could not parse the JSON body of your request.")
     if not isinstance(body.get("model"), str) or not body["model"]:
-        raise bad("you must provide a model parameter")
+        raise bad(missing)
+
+
+def validate_chat_body(body: Any) -> None:
+    """Chat Completions: model, messages, and tool messages answering tool_calls."""
+    _require_openai_model(body, "you must provide a model parameter")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise bad("[] is too short - 'messages'" if isinstance(messages, list) else "Missing required parameter: 'messages'.")
@@ -254,23 +260,23 @@ def validate_chat_body(body: Any) -> None:
             pending.remove(tid)
             continue
         if pending:
-            raise bad("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-                      f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+            raise _calls_unanswered(pending)
         if role == "assistant":
             for c in m.get("tool_calls") or []:
                 if isinstance(c, Mapping) and isinstance(c.get("id"), str):
                     pending.append(c["id"])
     if pending and messages[-1].get("role") != "assistant":
-        raise bad("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-                  f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+        raise _calls_unanswered(pending)
+
+
+def _calls_unanswered(ids: list[str]) -> ApiError:
+    return bad("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+               f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(ids)}")
 
 
 def validate_responses_body(body: Any) -> None:
     """Responses: model, input, and function_call_output items answering a function_call."""
-    if not isinstance(body, Mapping):
-        raise bad("We could not parse the JSON body of your request.")
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        raise bad("Missing required parameter: 'model'.")
+    _require_openai_model(body, "Missing required parameter: 'model'.")
     items = body.get("input")
     if isinstance(items, str) or items is None:
         return

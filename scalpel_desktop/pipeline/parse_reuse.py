@@ -19,13 +19,15 @@ SHARED with the previous request's document: stages must treat ``ex.doc`` as
 read-only (the conversation views rewrite copy-on-write).
 
 The layout found (where each message sits, its hash) goes to
-``ex.notes["layout"]`` for the surgery stage.
+``ex.notes["layout"]`` for the surgery stage. ``ParseReuse.parse`` is the same
+work without an exchange (tests, benchmarks): the one incremental parser.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Any, NamedTuple
 
 from scalpel_desktop.pipeline.conversation_memo import Layout, Snapshot, locate, repeats
 from scalpel_desktop.pipeline.seam import Exchange
@@ -34,6 +36,12 @@ from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
 _MESSAGES = b'"messages":['
 _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
+
+
+class Parsed(NamedTuple):
+    doc: Any
+    layout: Layout | None  # where each message sits (None: not a messages body that round-trips)
+    base: bytes | None  # the remembered body whose messages were re-used (None: parsed in full)
 
 
 class _Remembered:
@@ -59,14 +67,29 @@ class ParseReuse:
         self._lock = threading.Lock()  # the proxy's pipeline runs on a thread pool
 
     def on_request(self, ex: Exchange) -> None:
-        with self._lock:
-            self._on_request(ex)
-
-    def _on_request(self, ex: Exchange) -> None:
         req = ex.request
-        raw = req.body
-        if req.endpoint != "messages" or len(raw) < self.min_bytes or ex._doc is not _unparsed():
+        if req.endpoint != "messages" or len(req.body) < self.min_bytes or ex.parsed:
             return
+        got = self.parse(req.body)
+        if got is None:
+            return  # not JSON: the lazy ``ex.doc`` says so
+        ex.set_doc(got.doc)
+        if got.layout is not None:
+            ex.notes["layout"] = got.layout
+            if got.base is not None:
+                ex.notes["layout_base"] = got.base
+
+    def parse(self, raw: bytes) -> Parsed | None:
+        """``loads(raw)``, re-using a remembered body's messages; None when ``raw`` is not JSON.
+
+        The document's leading messages are the very objects of the body it
+        re-used, so a view built with ``view_for(..., previous=that_view)``
+        shares that view's analysis of them.
+        """
+        with self._lock:
+            return self._parse(raw)
+
+    def _parse(self, raw: bytes) -> Parsed | None:
         hit = self._find(raw)
         doc = None
         layout = None
@@ -82,19 +105,17 @@ class ParseReuse:
             try:
                 doc = loads(raw)
             except (JSONDecodeError, ValueError):
-                return
+                return None
             layout = locate(raw, doc, None)
         else:
             self.reused += 1
-        ex._doc = doc
-        if layout is not None and isinstance(doc, dict):
-            ex.notes["layout"] = layout
-            if hit is not None and layout.reused:
-                ex.notes["layout_base"] = hit[1].raw  # the body the layout reuses (identity)
-            self._serial += 1
-            self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        if layout is None or not isinstance(doc, dict):
+            return Parsed(doc, None, None)
+        self._serial += 1
+        self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return Parsed(doc, layout, hit[1].raw if hit is not None and layout.reused else None)
 
     def on_response(self, ex: Exchange) -> None:
         return None
@@ -129,8 +150,3 @@ class ParseReuse:
         doc.update(tail_doc)
         return doc
 
-
-def _unparsed() -> object:
-    from scalpel_desktop.pipeline import seam
-
-    return seam._UNPARSED

@@ -81,6 +81,16 @@ class Exchange:
                 self._doc = None
         return self._doc
 
+    @property
+    def parsed(self) -> bool:
+        """Has the body been parsed already (by ``doc`` or ``set_doc``)?"""
+        return self._doc is not _UNPARSED
+
+    def set_doc(self, doc: Any) -> None:
+        """Hand over a document equal to ``loads(request.body)``, parsed some cheaper way
+        (``pipeline/parse_reuse.py``); ``doc`` then returns it without parsing."""
+        self._doc = doc
+
     def body_to_send(self) -> bytes:
         return self.new_body if self.new_body is not None else self.request.body
 

@@ -7,7 +7,6 @@ with zeros/None: both callers must keep working before the first request.
 
 from __future__ import annotations
 
-import datetime as _dt
 import sqlite3
 from pathlib import Path
 
@@ -25,6 +24,8 @@ def _connect(db: Path | None = None) -> sqlite3.Connection | None:
 
 
 def start_of_today(now: float | None = None) -> float:
+    import datetime as _dt  # not at the top: the statusline never needs it
+
     from scalpel_desktop import clock
 
     t = clock.now() if now is None else now

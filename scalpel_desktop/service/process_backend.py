@@ -18,22 +18,20 @@ import sys
 import time
 from pathlib import Path
 
+from scalpel_desktop.control_client import pid_alive
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.service.base import Outcome, ServiceBackend, ServiceResult
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    """``pid_alive``, after reaping the child if it is ours and has exited (no zombie left behind)."""
+    if pid <= 0:
         return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours counts as dead
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
+    try:
+        os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return True
+        pass  # not our child: pid_alive tells
+    return pid_alive(pid)
 
 
 class ProcessBackend(ServiceBackend):

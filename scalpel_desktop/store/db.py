@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -85,7 +86,20 @@ def connect(path: Path | None = None, *, readonly: bool = False) -> sqlite3.Conn
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=5, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    migrate(conn)
+    prepare(conn)
     return conn
+
+
+_PREPARE_LOCK = threading.Lock()
+
+
+def prepare(conn: sqlite3.Connection) -> list[str]:
+    """WAL mode and migrations for a fresh connection. The runtime opens the same
+    new file from several threads at once (ledger writer, tool store, surgery
+    log); switching a new database to WAL while another connection migrates it
+    can fail with "database is locked" at once, so within a process they take
+    turns (across processes ``migrate``'s BEGIN IMMEDIATE does)."""
+    with _PREPARE_LOCK:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return migrate(conn)

@@ -18,6 +18,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -34,6 +35,7 @@ class LedgerWriter:
         queue_size: int = 10_000,
         batch_size: int = 200,
         busy_timeout_s: float = 5.0,
+        retry_delays_s: tuple[float, ...] | None = None,
         on_open: Callable[[sqlite3.Connection], None] | None = None,
     ):
         """``on_open`` runs on the writer's connection right after it opens (tests use it
@@ -50,6 +52,7 @@ class LedgerWriter:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._batch_size = batch_size
         self._busy_timeout_s = busy_timeout_s
+        self._retry_delays_s = RETRY_DELAYS_S if retry_delays_s is None else tuple(retry_delays_s)
         self._on_open = on_open
         self._closed = False
         self._lock = threading.Lock()
@@ -116,7 +119,7 @@ class LedgerWriter:
     # -- the writer thread ---------------------------------------------------
 
     def _run(self) -> None:
-        conn = self._open()
+        conn = self._retrying(self._open)
         self._opened.set()
         try:
             while True:
@@ -135,7 +138,7 @@ class LedgerWriter:
                         break
                     batch.append(nxt)
                 if conn is not None and self.enabled:
-                    conn = self._write(conn, batch)
+                    conn = self._retrying(lambda: self._write(conn, batch))
                 self._done(len(batch))
                 if stop:
                     break
@@ -148,7 +151,7 @@ class LedgerWriter:
                     pass
 
     def _open(self) -> sqlite3.Connection | None:
-        from scalpel_desktop.store.db import migrate
+        from scalpel_desktop.store.db import prepare
 
         conn = None
         try:
@@ -160,9 +163,7 @@ class LedgerWriter:
                     os.chmod(self.path, 0o600)
                 except OSError:
                     pass
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(conn)
+            prepare(conn)
             conn.isolation_level = None  # explicit BEGIN/COMMIT per batch from here on
             if self._on_open is not None:
                 self._on_open(conn)
@@ -171,12 +172,14 @@ class LedgerWriter:
                 raise sqlite3.DatabaseError("no requests table after migrations")
             return conn
         except (sqlite3.Error, OSError) as e:
-            self._disable(e)
             if conn is not None:
                 try:
                     conn.close()
                 except sqlite3.Error:
                     pass
+            if _transient(e):
+                raise
+            self._disable(e)
             return None
 
     def _write(self, conn: sqlite3.Connection, batch: list[dict[str, Any]]) -> sqlite3.Connection | None:
@@ -197,11 +200,29 @@ class LedgerWriter:
             self.written += len(batch)
             return conn
         except (sqlite3.Error, OSError, ValueError, TypeError) as e:
+            if _transient(e):
+                raise
             self._disable(e)
             try:
                 conn.close()
             except sqlite3.Error:
                 pass
+            return None
+
+    def _retrying(self, step: Callable[[], sqlite3.Connection | None]) -> sqlite3.Connection | None:
+        """Run ``step``; a busy or locked database (another writer holding the lock
+        past the busy timeout: the tool inventory and the surgery log share this
+        file) is retried with backoff before recording is turned off."""
+        for delay in self._retry_delays_s:
+            try:
+                return step()
+            except sqlite3.OperationalError as e:
+                log.info("ledger busy (%s); retrying in %.1f s", e, delay)
+                time.sleep(delay)
+        try:
+            return step()
+        except sqlite3.OperationalError as e:
+            self._disable(e)
             return None
 
     def _disable(self, e: BaseException) -> None:
@@ -248,3 +269,12 @@ def open_readonly(path: Path | str | None = None) -> sqlite3.Connection | None:
     if not path.exists():
         return None
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5, check_same_thread=False)
+
+
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0)
+
+
+def _transient(e: BaseException) -> bool:
+    """A busy/locked database: worth another try, unlike read-only, corrupt or full."""
+    msg = str(e).lower()
+    return isinstance(e, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)

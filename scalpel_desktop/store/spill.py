@@ -3,8 +3,9 @@
 A spill file is ``<dir>/<sha[:2]>/<sha>`` where ``sha`` is the sha256 hex of
 the content's bytes. Files are written to a temporary name, fsynced, made
 0600 and renamed into place (then the directory is fsynced), so a file that
-exists is complete. Directories are 0700: spill files hold raw tool output,
-secrets included. ``put`` is idempotent and refreshes the file's time, so
+exists is complete. ``put_many`` does this for a whole cut at once: the
+fsyncs of a batch are issued together, not one file after the other.
+Directories are 0700: spill files hold raw tool output, secrets included. ``put`` is idempotent and refreshes the file's time, so
 content cut again recently survives ``gc`` by age.
 """
 
@@ -14,9 +15,12 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from scalpel_desktop.paths import ensure_private_dir
 
@@ -61,34 +65,72 @@ class SpillStore:
 
     def put(self, content: bytes) -> str:
         """Store ``content``; return its sha256. Raises SpillError when it cannot be made durable."""
-        sha = hashlib.sha256(content).hexdigest()
-        target = self.path(sha)
-        try:
-            if target.is_file() and target.stat().st_size == len(content) and target.read_bytes() == content:
-                os.utime(target)
-                return sha
-            ensure_private_dir(self.dir)
-            sub = ensure_private_dir(target.parent)
-            fd, tmp = tempfile.mkstemp(dir=sub, prefix=".tmp-", suffix=".part")
+        got = self.put_many([content])[0]
+        if isinstance(got, SpillError):
+            raise got
+        return got
+
+    def put_many(self, contents: Sequence[bytes]) -> list[str | SpillError]:
+        """Store every content; per item its sha256, or the SpillError that kept it from disk.
+
+        Durable like ``put``, but as one batch: every file of the batch is
+        written first, then all are fsynced at once (concurrent fsyncs share
+        the filesystem's journal commits), renamed into place, and each
+        directory touched is fsynced once. When this returns, every item
+        answered with a hash is on disk.
+        """
+        out: list[str | SpillError] = []
+        pending: list[_Pending] = []
+        batch: dict[str, int] = {}  # sha -> index of its first occurrence
+        for i, content in enumerate(contents):
+            sha = hashlib.sha256(content).hexdigest()
+            out.append(sha)
+            if sha in batch:
+                continue  # written once; its fate is decided below
+            batch[sha] = i
+            target = self.path(sha)
+            try:
+                if target.is_file() and target.stat().st_size == len(content) and target.read_bytes() == content:
+                    os.utime(target)
+                    continue
+                ensure_private_dir(self.dir)
+                sub = ensure_private_dir(target.parent)
+                fd, tmp = tempfile.mkstemp(dir=sub, prefix=".tmp-", suffix=".part")
+            except OSError as e:
+                out[i] = SpillError(f"cannot write spill file {target}: {e}")
+                continue
+            item = _Pending(i, target, fd, tmp)
+            pending.append(item)
             try:
                 os.fchmod(fd, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(content)
-                    f.flush()
-                    if self.durable:
-                        os.fsync(f.fileno())
-                os.replace(tmp, target)
-            except BaseException:
+                _write_all(fd, content)
+            except OSError as e:
+                item.error = e
+        if self.durable:
+            written = [p for p in pending if p.error is None]
+            for item, err in zip(written, _each(_fsync_fd, [p.fd for p in written])):
+                item.error = err
+        subs: set[Path] = set()
+        for item in pending:
+            try:
+                os.close(item.fd)
+            except OSError as e:
+                item.error = item.error or e
+            if item.error is None:
                 try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-            if self.durable:
-                _fsync_dir(sub)
-        except OSError as e:
-            raise SpillError(f"cannot write spill file {target}: {e}") from e
-        return sha
+                    os.replace(item.tmp, item.target)
+                    subs.add(item.target.parent)
+                    continue
+                except OSError as e:
+                    item.error = e
+            _unlink(Path(item.tmp))
+            out[item.index] = SpillError(f"cannot write spill file {item.target}: {item.error}")
+        if self.durable and subs:
+            _each(_fsync_dir, sorted(subs))
+        for i, got in enumerate(out):  # a repeat shares its first occurrence's outcome
+            if isinstance(got, str) and batch[got] != i:
+                out[i] = out[batch[got]]
+        return out
 
     def get(self, sha: str) -> bytes:
         """The content stored under ``sha``; FileNotFoundError when absent."""
@@ -186,3 +228,42 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _fsync_fd(fd: int) -> OSError | None:
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        return e
+    return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+@dataclass
+class _Pending:
+    index: int
+    target: Path
+    fd: int
+    tmp: str
+    error: OSError | None = None
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``[fn(x) for x in items]``, concurrently when there are several (fsyncs issued together
+    are committed together: 64 files take about the time of a few)."""
+    global _POOL
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-fsync")
+    return list(_POOL.map(fn, items))

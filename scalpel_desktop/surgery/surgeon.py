@@ -2,8 +2,8 @@
 
 Order of a cut, and why:
 
-1. spill the original content (content-addressed, fsynced, 0600): no spill,
-   no cut, so every removed byte is recoverable;
+1. spill the original content (content-addressed, fsynced, 0600; the whole
+   cut as one batch): no spill, no cut, so every removed byte is recoverable;
 2. replace the content in the view (copy-on-write: the parsed original stays
    intact for the validator);
 3. log the cut, but only in ``commit()``, which the pipeline stage calls once
@@ -125,22 +125,29 @@ class Surgeon:
 
         done: list[Cut] = []
         seen: set[str] = set()
+        chosen: list[tuple[DoomSpan, bytes, str]] = []
         for span in spans:
             r = view.result(span.tool_use_id)
             if r is None or span.tool_use_id in seen or not r.understood or is_stub(r.content):
                 continue
+            seen.add(span.tool_use_id)
             data, digest = content_sha(r.content)
-            try:
-                stored = self.spill.put(data)
-            except (OSError, ValueError) as e:  # no spill, no cut
-                log.warning("spill failed for %s, not cut: %s", span.tool_use_id, e)
+            chosen.append((span, data, digest))
+        # One durable batch for the whole cut: the fsyncs are issued together.
+        try:
+            stored_all: list = self.spill.put_many([data for _, data, _ in chosen])
+        except (OSError, ValueError) as e:
+            stored_all = [e] * len(chosen)
+        for (span, _, digest), stored in zip(chosen, stored_all):
+            if isinstance(stored, BaseException):  # no spill, no cut
+                log.warning("spill failed for %s, not cut: %s", span.tool_use_id, stored)
                 continue
             if stored != digest:
                 continue
+            r = view.result(span.tool_use_id)
             text = stub_text(span.kind, span.tokens, digest, STUB_VERSION, self._display_dir)
             new = stub_content(r.content, text, view.text_block_type)
             view.replace_result_content(span.tool_use_id, new)
-            seen.add(span.tool_use_id)
             done.append(
                 Cut(
                     tool_use_id=span.tool_use_id,

@@ -15,39 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from scalpel_desktop.wire.content_parts import describe_parts
 from scalpel_desktop.wire.view import Breakpoint, ConversationView, ToolCall, ToolResult, Unit, find_cwd, ttl_of
 
 # Blocks inside a tool result's content that we understand well enough to
 # replace: plain text and images (a Read of a picture). ``tool_reference``
 # (deferred tools loaded by ToolSearch), documents and anything else: never cut.
-UNDERSTOOD_RESULT_BLOCKS = frozenset({"text", "image"})
+_TEXT, _IMAGE = ("text",), ("image",)
 
 
 def describe_content(content: Any) -> tuple[str, int, bool]:
     """(text, image count, understood) of a tool result's content."""
-    if content is None:
-        return "", 0, True
-    if isinstance(content, str):
-        return content, 0, True
-    if not isinstance(content, list):
-        return "", 0, False
-    parts: list[str] = []
-    images = 0
-    understood = True
-    for blk in content:
-        if not isinstance(blk, dict):
-            understood = False
-            continue
-        t = blk.get("type")
-        if t == "text" and isinstance(blk.get("text"), str):
-            parts.append(blk["text"])
-        elif t == "image":
-            images += 1
-        else:
-            understood = False
-        if t not in UNDERSTOOD_RESULT_BLOCKS:
-            understood = False
-    return "\n".join(parts), images, understood
+    return describe_parts(content, _TEXT, _IMAGE)
 
 
 class AnthropicView(ConversationView):
@@ -93,13 +72,7 @@ class AnthropicView(ConversationView):
                         ToolResult(tid, i, j, None, c, text, len(text), err if type(err) is bool else None, images,
                                    understood and role == "user")
                     )
-        for r in pending:
-            call = calls.get(r.id)
-            if call is not None and call.unit_index < r.unit_index:
-                r.name = call.name
-            else:
-                r.understood = False  # no call before it: an orphan we do not touch
-            self._add_result(r)
+        self._attach_results(pending)
 
     def _describe(self, content: Any) -> tuple[str, int, bool]:
         return describe_content(content)

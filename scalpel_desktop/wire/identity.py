@@ -16,7 +16,8 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _SESSION_IN_USER_ID = re.compile(r"_session_([0-9a-fA-F-]{8,})")
 

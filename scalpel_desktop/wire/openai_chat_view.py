@@ -10,50 +10,21 @@ prefixes automatically, so there are no breakpoints and the TTL is unknown
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from scalpel_desktop.wire.content_parts import describe_parts, message_texts, parse_arguments
 from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
 
 SYSTEM_ROLES = ("system", "developer")
 
 
-def parse_arguments(args: Any) -> Any:
-    if isinstance(args, str):
-        try:
-            return json.loads(args)
-        except ValueError:
-            return args
-    return args
-
-
-def describe_parts(content: Any, text_types: tuple[str, ...], image_types: tuple[str, ...]) -> tuple[str, int, bool]:
-    if content is None:
-        return "", 0, True
-    if isinstance(content, str):
-        return content, 0, True
-    if not isinstance(content, list):
-        return "", 0, False
-    parts: list[str] = []
-    images = 0
-    understood = True
-    for p in content:
-        t = p.get("type") if isinstance(p, dict) else None
-        if t in text_types and isinstance(p.get("text"), str):
-            parts.append(p["text"])
-        elif t in image_types:
-            images += 1
-        else:
-            understood = False
-    return "\n".join(parts), images, understood
-
-
-def message_texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return []
+def lead_texts(units: list[Unit], n: int = 6) -> list[str]:
+    """The texts of the first ``n`` units (where a client states its working directory)."""
+    texts: list[str] = []
+    for u in units[:n]:
+        if isinstance(u.raw, dict):
+            texts += message_texts(u.raw.get("content"))
+    return texts
 
 
 class ChatView(ConversationView):
@@ -82,13 +53,7 @@ class ChatView(ConversationView):
                 c = m.get("content")
                 text, images, understood = self._describe(c)
                 pending.append(ToolResult(m["tool_call_id"], i, None, None, c, text, len(text), None, images, understood))
-        for r in pending:
-            call = self.tool_calls.get(r.id)
-            if call is not None and call.unit_index < r.unit_index:
-                r.name = call.name
-            else:
-                r.understood = False
-            self._add_result(r)
+        self._attach_results(pending)
 
     def _describe(self, content: Any) -> tuple[str, int, bool]:
         return describe_parts(content, ("text",), ("image_url",))
@@ -115,11 +80,7 @@ class ChatView(ConversationView):
         return None
 
     def cwd(self) -> str | None:
-        texts: list[str] = []
-        for u in self.units[:6]:
-            if isinstance(u.raw, dict):
-                texts += message_texts(u.raw.get("content"))
-        return find_cwd(texts)
+        return find_cwd(lead_texts(self.units))
 
     def _write_content(self, res: ToolResult, new_content: Any) -> None:
         self._own_unit(res.unit_index)["content"] = new_content

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.wire.openai_chat_view import describe_parts, message_texts, parse_arguments
+from scalpel_desktop.wire.content_parts import describe_parts, parse_arguments
+from scalpel_desktop.wire.openai_chat_view import lead_texts
 from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
 
 CALL_TYPES = ("function_call", "custom_tool_call")
@@ -45,13 +46,7 @@ class ResponsesView(ConversationView):
                 c = item.get("output")
                 text, images, understood = self._describe(c)
                 pending.append(ToolResult(cid, i, None, None, c, text, len(text), None, images, understood))
-        for r in pending:
-            call = self.tool_calls.get(r.id)
-            if call is not None and call.unit_index < r.unit_index:
-                r.name = call.name
-            else:
-                r.understood = False
-            self._add_result(r)
+        self._attach_results(pending)
 
     def _describe(self, content: Any) -> tuple[str, int, bool]:
         return describe_parts(content, ("input_text", "output_text", "text"), ("input_image",))
@@ -70,10 +65,7 @@ class ResponsesView(ConversationView):
         texts: list[str] = []
         if isinstance(self.doc.get("instructions"), str):
             texts.append(self.doc["instructions"])
-        for u in self.units[:6]:
-            if isinstance(u.raw, dict):
-                texts += message_texts(u.raw.get("content"))
-        return find_cwd(texts)
+        return find_cwd(texts + lead_texts(self.units))
 
     def _write_content(self, res: ToolResult, new_content: Any) -> None:
         self._own_unit(res.unit_index)["output"] = new_content

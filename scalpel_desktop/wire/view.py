@@ -184,6 +184,16 @@ class ConversationView:
     def _index(self, start: int = 0) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _attach_results(self, pending: list[ToolResult]) -> None:
+        """Name each result after its call; a result with no call before it is an orphan we never touch."""
+        for r in pending:
+            call = self.tool_calls.get(r.id)
+            if call is not None and call.unit_index < r.unit_index:
+                r.name = call.name
+            else:
+                r.understood = False
+            self._add_result(r)
+
     def _add_result(self, result: ToolResult) -> None:
         # ids are unique; should one repeat, the first stays addressable and the
         # later one is marked not understood (never cut).
@@ -342,7 +352,7 @@ def view_for(endpoint: str, doc: Any, previous: ConversationView | None = None) 
 
     ``previous``: the view of the conversation's previous request; its analysis
     of the leading messages that are the very same objects in ``doc`` (see
-    ``wire.incremental.parse_body``) is shared instead of recomputed.
+    ``pipeline/parse_reuse.py``) is shared instead of recomputed.
     """
     if not isinstance(doc, dict):
         return None

@@ -1,12 +1,21 @@
-"""ParseReuse builds exactly ``loads(raw)`` while parsing only what is new."""
+"""ParseReuse builds exactly ``loads(raw)`` while parsing only what is new, and the
+conversation views built on its documents share the previous view's analysis."""
 
 from __future__ import annotations
 
+import copy
 import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.pipeline.seam import ApiRequest, Exchange
+from scalpel_desktop.surgery.doom import find_doom_spans
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.wire.jsoncodec import dumps, loads
+from scalpel_desktop.wire.view import view_for
 
 from tests.invariants.agent_sessions import generate
 
@@ -51,3 +60,106 @@ def test_small_and_broken_bodies_are_left_to_the_lazy_parse():
     stage = ParseReuse(min_bytes=0)
     stage.on_request(ex)
     assert ex.doc is None
+
+
+# -- views over re-used documents (formerly tests/wire/test_incremental.py) ------------------
+
+def same_view(a, b):
+    assert [(u.index, u.role, jsoncodec.dumps(u.raw)) for u in a.units] == [(u.index, u.role, jsoncodec.dumps(u.raw)) for u in b.units]
+    assert a.tool_calls == b.tool_calls
+    assert [(r.id, r.unit_index, r.block_index, r.name, r.text, r.is_error, r.understood) for r in a.tool_results] == [
+        (r.id, r.unit_index, r.block_index, r.name, r.text, r.is_error, r.understood) for r in b.tool_results]
+    assert a.unit_hashes() == b.unit_hashes() and a.unit_sizes() == b.unit_sizes()
+    assert find_doom_spans(a, {"keep_recent": 0}, 2) == find_doom_spans(b, {"keep_recent": 0}, 2)
+
+
+def turn(b: SessionBuilder, i: int) -> None:
+    if i % 3 == 0:
+        b.call("Read", {"file_path": f"/home/user/proj/f{i % 4}.py"}, file_text(f"f{i}", 40))
+    elif i % 3 == 1:
+        b.calls([("Bash", {"command": "ls"}, "a\nb\n" * 60, False), ("Edit", {"file_path": f"/home/user/proj/f{i % 4}.py"}, "ok", None)])
+    else:
+        b.text(f"note {i}")
+
+
+def test_append_only_conversation_reuses_all_but_the_last_message():
+    b = SessionBuilder()
+    turn(b, 0)
+    reuse = ParseReuse(min_bytes=0)
+    prev = reuse.parse(jsoncodec.dumps(b.body()))
+    prev_view = view_for("messages", prev.doc)
+    prev_view.unit_hashes()
+    for i in range(1, 12):
+        turn(b, i)
+        raw = jsoncodec.dumps(b.body())
+        got = reuse.parse(raw)
+        assert got.doc == jsoncodec.loads(raw) and jsoncodec.dumps(got.doc) == raw
+        assert got.layout.reused == len(prev.doc["messages"]) - 1  # the last one carried the marker
+        v = view_for("messages", got.doc, previous=prev_view)
+        assert v.reused_units == got.layout.reused
+        same_view(v, view_for("messages", jsoncodec.loads(raw)))
+        prev, prev_view = got, v
+
+
+def test_rewrites_in_the_middle_and_other_keys():
+    b = SessionBuilder()
+    for i in range(9):
+        turn(b, i)
+    body = b.body()
+    reuse = ParseReuse(min_bytes=0)
+    reuse.parse(jsoncodec.dumps(body))
+    changed = copy.deepcopy(body)
+    changed["messages"][4]["content"][0]["text"] = "rewritten by the client"
+    changed["model"] = "claude-haiku"  # the head differs: no re-use at all
+    got = reuse.parse(jsoncodec.dumps(changed))
+    assert got.layout.reused == 0 and got.base is None and got.doc == changed
+    changed["model"] = body["model"]
+    got = reuse.parse(jsoncodec.dumps(changed))  # a rewrite before the last message: parsed in full
+    assert got.layout.reused == 0 and got.doc == changed and jsoncodec.dumps(got.doc) == jsoncodec.dumps(changed)
+    shorter = copy.deepcopy(body)
+    del shorter["messages"][6:]
+    got = reuse.parse(jsoncodec.dumps(shorter))
+    assert got.doc == shorter and jsoncodec.dumps(got.doc) == jsoncodec.dumps(shorter)
+    assert reuse.parse(b'{"messages":[]}').doc == {"messages": []}
+    assert reuse.reused == 0
+
+
+def test_a_rewritten_previous_view_shares_only_originals():
+    b = SessionBuilder()
+    for i in range(7):
+        turn(b, i)
+    raw1 = jsoncodec.dumps(b.body())
+    reuse = ParseReuse(min_bytes=0)
+    p1 = reuse.parse(raw1)
+    v1 = view_for("messages", p1.doc)
+    first = v1.tool_results[0].id
+    v1.unit_hashes()
+    v1.replace_result_content(first, "[scalpel: x]")
+    turn(b, 7)
+    raw2 = jsoncodec.dumps(b.body())
+    p2 = reuse.parse(raw2)
+    assert p2.base is raw1 and p2.layout.reused > 0
+    v2 = view_for("messages", p2.doc, previous=v1)
+    assert v2.reused_units == p2.layout.reused
+    assert v2.result(first).content != "[scalpel: x]"
+    same_view(v2, view_for("messages", jsoncodec.loads(raw2)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=2, max_size=25), st.integers(0, 30))
+def test_random_histories(turns, cut_at):
+    b = SessionBuilder()
+    for i in turns[:-1]:
+        turn(b, i)
+    body1 = b.body()
+    turn(b, turns[-1])
+    body2 = b.body()
+    if cut_at < len(body2["messages"]) and cut_at % 3 == 0:
+        body2["messages"][cut_at] = {"role": "user", "content": "rewritten"}
+    raw1, raw2 = jsoncodec.dumps(body1), jsoncodec.dumps(body2)
+    reuse = ParseReuse(min_bytes=0)
+    p1 = reuse.parse(raw1)
+    v1 = view_for("messages", p1.doc)
+    p2 = reuse.parse(raw2)
+    assert p2.doc == body2 and jsoncodec.dumps(p2.doc) == raw2
+    same_view(view_for("messages", p2.doc, previous=v1), view_for("messages", jsoncodec.loads(raw2)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from scalpel_desktop.config import Config
@@ -49,3 +51,13 @@ class SentRecorder:
     @property
     def bodies(self) -> list[bytes]:
         return [r[3] for r in self.requests]
+
+
+def wait_for(cond, timeout=10.0):
+    """Poll ``cond`` until it holds or ``timeout`` seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()

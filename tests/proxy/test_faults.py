@@ -16,21 +16,12 @@ from scalpel_desktop.config import Config
 from scalpel_desktop.pipeline.seam import Exchange
 from scalpel_desktop.proxy.portcheck import PortInUse
 from scalpel_desktop.runtime import Runtime
-from tests.proxy.conftest import SENTINEL_KEY, SentRecorder
+from tests.proxy.conftest import SENTINEL_KEY, SentRecorder, wait_for
 from tests.support import free_port
 
 MODEL = "claude-sonnet-4-6"
 BODY = {"model": MODEL, "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]}
 HEADERS = {"x-api-key": SENTINEL_KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
-
-
-def wait_for(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
 
 
 def raw_post(base: str, path: str, body: bytes, headers=HEADERS) -> tuple[int, dict, bytes]:

@@ -7,21 +7,11 @@ the proxy's own account.
 
 from __future__ import annotations
 
-import time
 
 import anthropic
 import openai
 
-from tests.proxy.conftest import SENTINEL_KEY, SentRecorder
-
-
-def _wait_for(cond, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
+from tests.proxy.conftest import SENTINEL_KEY, SentRecorder, wait_for
 
 
 def _assert_identical(rec: SentRecorder, emu, n: int):
@@ -73,7 +63,7 @@ def test_anthropic_plain_and_streaming(proxy, emu):
     assert text and final.usage.output_tokens > 0
     _assert_identical(rec, emu, 1)
     bill = emu.received[-1].usage
-    assert _wait_for(lambda: proxy.runtime.status()["requests"] == 2)
+    assert wait_for(lambda: proxy.runtime.status()["requests"] == 2, timeout=5.0)
     st = proxy.runtime.status()
     assert st["tokens_in"] == direct_usage.prompt_tokens + bill.prompt_tokens
     assert st["tokens_out"] == direct_usage.output_tokens + bill.output_tokens
@@ -107,7 +97,7 @@ def test_openai_chat_and_responses_plain_and_streaming(proxy, emu):
     assert done and done[0].response.usage.output_tokens > 0
     _assert_identical(rec, emu, 1)
 
-    assert _wait_for(lambda: proxy.runtime.status()["requests"] == 4)
+    assert wait_for(lambda: proxy.runtime.status()["requests"] == 4, timeout=5.0)
     bills = emu.bills[-4:]
     st = proxy.runtime.status()
     assert st["tokens_in"] == sum(b.prompt_tokens for b in bills)
@@ -129,7 +119,7 @@ def test_usage_lands_in_the_ledger(proxy, emu):
         import pytest
 
         pytest.skip("ledger writer not wired")
-    assert _wait_for(lambda: ledger.written >= 1)
+    assert wait_for(lambda: ledger.written >= 1, timeout=5.0)
     ledger.flush()
     conn = sqlite3.connect(dirs().database)
     row = conn.execute(

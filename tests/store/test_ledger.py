@@ -83,7 +83,7 @@ def test_only_table_columns_are_written_and_odd_values_become_null(tmp_path):
 
 @contextmanager
 def held_write_lock(path):
-    holder = sqlite3.connect(path, isolation_level=None)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
     holder.execute("INSERT INTO requests (ts) VALUES (0)")
     try:
@@ -97,7 +97,7 @@ def test_locked_database_turns_recording_off_with_one_warning(tmp_path, caplog):
     path = tmp_path / "l.sqlite3"
     db.connect(path).close()
     with held_write_lock(path):
-        w = LedgerWriter(path, busy_timeout_s=0.2)
+        w = LedgerWriter(path, busy_timeout_s=0.2, retry_delays_s=(0.05, 0.05))
         results = [w.submit(row(i)) for i in range(20)]  # returns at once: the writer is the one waiting
         assert results[0] is True
         assert w.flush(timeout=30)
@@ -185,3 +185,28 @@ def test_disk_full_turns_recording_off(tmp_path, caplog):
     assert not w.enabled and "full" in w.last_error
     assert len(warnings_of(caplog)) == 1
     assert 0 < w.written < 300 and count(path) == w.written
+
+
+def test_a_briefly_locked_database_is_retried_not_turned_off(tmp_path, caplog):
+    """Other writers share the file (tool inventory, surgery log): a lock held a
+    little past the busy timeout must not switch recording off for good."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.6, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        w = LedgerWriter(path, busy_timeout_s=0.1, retry_delays_s=(0.2, 0.4, 0.8))
+        assert w.submit(row(1)) is True
+        assert w.flush(timeout=30)
+        assert w.enabled and w.last_error is None
+        w.close()
+    finally:
+        release.join()
+        holder.close()
+    assert count(path) == 1
+    assert warnings_of(caplog) == []

@@ -83,3 +83,26 @@ def test_durable_put_fsyncs_file_and_dir(monkeypatch):
     calls.clear()
     SpillStore(dirs().spill / "fast", durable=False).put(b"not durable")
     assert calls == []
+
+
+def test_put_many_is_one_durable_batch(monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    s = SpillStore()
+    contents = [bytes([i]) * (100 + i) for i in range(20)]
+    shas = s.put_many(contents + [contents[3]])  # a repeat is written once
+    assert shas[:20] == [hashlib.sha256(c).hexdigest() for c in contents] and shas[20] == shas[3]
+    assert all(s.get(sha) == c for sha, c in zip(shas, contents))
+    dirs_touched = {sha[:2] for sha in shas}
+    assert len(calls) == 20 + len(dirs_touched)  # each file once, each directory once
+    assert all(oct(s.path(sha).stat().st_mode & 0o777) == oct(0o600) for sha in shas)
+    assert not list(s.dir.glob("*/.tmp-*"))
+
+
+def test_put_many_reports_each_failure(tmp_path):
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the spill dir should be")
+    got = SpillStore(blocker).put_many([b"a", b"b"])
+    assert all(isinstance(g, SpillError) for g in got)
+    assert SpillStore(tmp_path / "ok").put_many([]) == []

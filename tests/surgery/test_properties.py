@@ -22,7 +22,7 @@ from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire import jsoncodec
-from scalpel_desktop.wire.incremental import parse_body
+from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.wire.view import view_for
 
 CWD = "/home/user/proj"
@@ -92,7 +92,8 @@ def test_surgery_invariants(first, second, cfg, tier):
     play(b, first)
     body = b.body()
     raw = jsoncodec.dumps(body)
-    parsed = parse_body(raw)
+    reuse = ParseReuse(min_bytes=0)
+    parsed = reuse.parse(raw)
     view = view_for("messages", parsed.doc)
     spans = find_doom_spans(view, cfg, tier)
     surgeon, conn = fresh_parts(root)
@@ -122,7 +123,7 @@ def test_surgery_invariants(first, second, cfg, tier):
     assert validate_rewrite(later_body, later.doc) == []
     # the same through the incremental path: previous parse and view re-used, rewrites adopted
     later_raw = jsoncodec.dumps(later_body)
-    incremental = view_for("messages", parse_body(later_raw, parsed).doc, previous=view)
+    incremental = view_for("messages", reuse.parse(later_raw).doc, previous=view)
     assert restarted.reapply(incremental, previous=view) == len(cuts)
     assert incremental.serialize() == later.serialize()
     assert incremental.unit_hashes() == later.unit_hashes()

@@ -110,14 +110,35 @@ def test_no_spill_no_cut(monkeypatch):
     v = view_for("messages", body)
     surgeon, conn = make()
 
-    def fail(data):
+    def fail(contents):
         raise SpillError("disk full")
 
-    monkeypatch.setattr(surgeon.spill, "put", fail)
+    monkeypatch.setattr(surgeon.spill, "put_many", fail)
     assert surgeon.cut(v, find_doom_spans(v, None, 2), "s", "") == []
     assert v.serialize() == jsoncodec.dumps(body)
     surgeon.commit()
     assert CutLog(conn).count() == 0
+
+
+def test_a_spill_that_fails_for_one_item_cuts_only_the_others(monkeypatch):
+    b, _ = builder()
+    body = b.body()
+    v = view_for("messages", body)
+    spans = find_doom_spans(v, None, 2)
+    assert len(spans) >= 2
+    surgeon, conn = make()
+    real = surgeon.spill.put_many
+
+    def first_fails(contents):
+        got = real(contents)
+        return [SpillError("disk full")] + got[1:]
+
+    monkeypatch.setattr(surgeon.spill, "put_many", first_fails)
+    cuts = surgeon.cut(v, spans, "s", "")
+    assert [c.tool_use_id for c in cuts] == [s.tool_use_id for s in spans[1:]]
+    assert v.result(spans[0].tool_use_id).content == view_for("messages", body).result(spans[0].tool_use_id).content
+    for c in cuts:
+        assert surgeon.spill.has(c.original_sha256)
 
 
 def test_nested_marker_kept_and_moving_marker_does_not_block_reapply():
@@ -176,18 +197,20 @@ def test_openai_formats(endpoint):
 
 
 def test_reapply_adopting_the_previous_view_gives_the_same_bytes():
-    from scalpel_desktop.wire.incremental import parse_body
+    from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 
     b, ids = builder()
     surgeon, _ = make()
     raw1 = jsoncodec.dumps(b.body())
-    p1 = parse_body(raw1)
+    reuse = ParseReuse(min_bytes=0)
+    p1 = reuse.parse(raw1)
     v1 = view_for("messages", p1.doc)
     cuts = surgeon.cut(v1, find_doom_spans(v1, None, 2), "s", "")
     surgeon.commit(cuts[:1])  # the second cut never committed (say its body failed validation)
     b.call("Glob", {"pattern": "*.md"}, "README.md")
     raw2 = jsoncodec.dumps(b.body())
-    v2 = view_for("messages", parse_body(raw2, p1).doc, previous=v1)
+    v2 = view_for("messages", reuse.parse(raw2).doc, previous=v1)
+    assert v2.reused_units > 0
     assert surgeon.reapply(v2, previous=v1) == 1
     fresh = view_for("messages", jsoncodec.loads(raw2))
     assert surgeon.reapply(fresh) == 1
