@@ -43,7 +43,6 @@ def now() -> float:
 
 def set_offset(path: str | os.PathLike, seconds: float) -> None:
     """Tests: move every process reading ``path`` by ``seconds``."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(repr(float(seconds)))
-    os.replace(tmp, path)
+    from scalpel_desktop.atomicfile import write_atomic
+
+    write_atomic(path, repr(float(seconds)).encode("ascii"), mode=0o644, fsync=False)

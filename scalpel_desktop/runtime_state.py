@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from scalpel_desktop import clock
+from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.paths import dirs
 
 
@@ -82,14 +83,8 @@ def ensure_token() -> str:
             return token
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(token + "\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_atomic(path, (token + "\n").encode("utf-8"), mode=0o600)
     return token
 
 

@@ -43,7 +43,7 @@ def _print(st, as_json: bool) -> None:
     print(f"proxy:            {'answering' if st.proxy_answering else 'not answering'} on 127.0.0.1:{st.port}")
     where = st.settings_base_url or "(not set: Claude Code talks to the API directly)"
     print(f"Claude Code:      ANTHROPIC_BASE_URL = {where}  [{st.settings_file}]")
-    print(f"upstream:         {st.upstream}" + (f"  (your previous gateway)" if st.gateway else ""))
+    print(f"upstream:         {st.upstream}" + ("  (your previous gateway)" if st.gateway else ""))
     for p in st.problems:
         print(f"problem:          {p}")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scalpel_desktop.cli import CliError
 

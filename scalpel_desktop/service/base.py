@@ -88,11 +88,10 @@ class ServiceBackend:
 
     # helpers
     def _write_files(self) -> None:
+        from scalpel_desktop.atomicfile import write_atomic
+
         for path, data in self.files().items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            write_atomic(path, data, mode=0o644)
 
     def _remove_files(self) -> None:
         for path in self.files():

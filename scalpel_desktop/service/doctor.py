@@ -81,7 +81,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
                          "start it: `scalpel start` (foreground), `scalpel tray`, or `scalpel autopilot on`"))
         out.append(Check("port", "ok" if free else "fail",
                          f"127.0.0.1:{port} is {'free' if free else 'taken by another program'}",
-                         "" if free else f"free the port or choose another: `scalpel config set port N`"))
+                         "" if free else "free the port or choose another: `scalpel config set port N`"))
     settings = ClaudeSettings()
     where = home_relative(settings.path)
     try:

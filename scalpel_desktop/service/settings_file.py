@@ -17,28 +17,23 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.paths import claude_config_dir, dirs
 
 _MISSING = object()
 
-
 class SettingsError(Exception):
     """The settings file cannot be used (does not parse, not an object, unwritable)."""
-
 
 def settings_path() -> Path:
     return claude_config_dir() / "settings.json"
 
-
 def _records_path() -> Path:
     return dirs().state / "claude-settings-changes.json"
-
 
 def parse_settings(raw: bytes, path: Path) -> dict:
     """Parse ``raw`` or raise SettingsError naming ``path`` and the error."""
@@ -57,11 +52,9 @@ def parse_settings(raw: bytes, path: Path) -> dict:
         raise SettingsError(f"{path}: expected a JSON object at the top level, found {type(doc).__name__}; scalpel leaves it untouched")
     return doc
 
-
 def serialize(doc: dict) -> bytes:
     """Claude Code's own layout: 2-space indent, UTF-8, trailing newline."""
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
 
 def get_path(doc: dict, keys: tuple[str, ...], default: Any = None) -> Any:
     cur: Any = doc
@@ -70,7 +63,6 @@ def get_path(doc: dict, keys: tuple[str, ...], default: Any = None) -> Any:
             return default
         cur = cur[k]
     return cur
-
 
 def _set_path(doc: dict, keys: tuple[str, ...], value: Any) -> None:
     cur = doc
@@ -85,7 +77,6 @@ def _set_path(doc: dict, keys: tuple[str, ...], value: Any) -> None:
     else:
         cur[keys[-1]] = value
 
-
 def _prune_empty(doc: dict, keys: tuple[str, ...]) -> None:
     """Remove containers along ``keys`` left empty by a removal (innermost first)."""
     for depth in range(len(keys) - 1, 0, -1):
@@ -93,7 +84,6 @@ def _prune_empty(doc: dict, keys: tuple[str, ...]) -> None:
         child = get_path(doc, keys[:depth])
         if isinstance(parent, dict) and isinstance(child, (dict, list)) and not child:
             parent.pop(keys[depth - 1], None)
-
 
 class ClaudeSettings:
     """One settings file plus scalpel's record of what it changed there."""
@@ -150,19 +140,9 @@ class ClaudeSettings:
             mode = self.path.stat().st_mode & 0o777
         except OSError:
             mode = 0o600
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name + ".", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, data, mode=mode)
         except BaseException as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             if isinstance(e, OSError):
                 raise SettingsError(f"{self.path}: cannot be written ({e.strerror})") from None
             raise
@@ -227,6 +207,5 @@ class ClaudeSettings:
             self._write_bytes(new_bytes, before)
         self._write_records(recs)
         return changed
-
 
 ClaudeSettings.MISSING = _MISSING  # type: ignore[attr-defined]
