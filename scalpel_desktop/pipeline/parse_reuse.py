@@ -21,6 +21,12 @@ read-only (the conversation views rewrite copy-on-write).
 The layout found (where each message sits, its hash) goes to
 ``ex.notes["layout"]`` for the surgery stage. ``ParseReuse.parse`` is the same
 work without an exchange (tests, benchmarks): the one incremental parser.
+
+Memory: each remembered body keeps its raw bytes and its parsed messages
+(about 1.2 times the raw size again). The bodies remembered are bounded by
+count (``size``) AND by raw bytes (``max_bytes``), least recently used
+dropped first: eight long conversations must not hold hundreds of MB. A body
+that was dropped is simply parsed in full next time.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
 _MESSAGES = b'"messages":['
 _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
+# Raw body bytes remembered across conversations (the parsed messages that go
+# with them come on top, about 1.2x): LRU bodies are dropped beyond this.
+PARSE_REUSE_MAX_BYTES = 24 * 1024 * 1024
 
 
 class Parsed(NamedTuple):
@@ -58,10 +67,12 @@ class ParseReuse:
     name = "parse-reuse"
     mutates = False
 
-    def __init__(self, size: int = 8, min_bytes: int = 64 * 1024):
+    def __init__(self, size: int = 8, min_bytes: int = 64 * 1024, max_bytes: int = PARSE_REUSE_MAX_BYTES):
         self.size = size
         self.min_bytes = min_bytes  # below this a full parse is as cheap
+        self.max_bytes = max_bytes
         self._items: OrderedDict[int, _Remembered] = OrderedDict()
+        self._bytes = 0  # raw bytes of the remembered bodies
         self._serial = 0
         self.reused = 0  # requests parsed incrementally (for tests and the benchmark)
         self._lock = threading.Lock()  # the proxy's pipeline runs on a thread pool
@@ -100,7 +111,7 @@ class ParseReuse:
                 layout = locate(raw, doc, prev.snap)
                 if layout is None or layout.reused == 0:
                     doc = None
-            self._items.pop(key, None)
+            self._forget(key)
         if doc is None:
             try:
                 doc = loads(raw)
@@ -111,14 +122,29 @@ class ParseReuse:
             self.reused += 1
         if layout is None or not isinstance(doc, dict):
             return Parsed(doc, None, None)
-        self._serial += 1
-        self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        if len(raw) <= self.max_bytes and self.size > 0:
+            self._serial += 1
+            self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
+            self._bytes += len(raw)
+            while len(self._items) > self.size or self._bytes > self.max_bytes:
+                self._forget(next(iter(self._items)))
         return Parsed(doc, layout, hit[1].raw if hit is not None and layout.reused else None)
 
     def on_response(self, ex: Exchange) -> None:
         return None
+
+    @property
+    def nbytes(self) -> int:
+        """Raw bytes of the bodies remembered now (what ``max_bytes`` bounds)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _forget(self, key: int) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old.raw)
 
     def _find(self, raw: bytes) -> tuple[int, _Remembered] | None:
         for key in reversed(self._items):

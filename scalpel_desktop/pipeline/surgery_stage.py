@@ -51,9 +51,11 @@ from scalpel_desktop.pipeline.surgery_support import (
     message_ttl_s,
     realized,
     rewrite_problem,
+    round_trips_by_layout,
     setting,
+    stub_positions,
 )
-from scalpel_desktop.surgery.economist import Break, Candidate, Economist, RequestShape, tool_changes_beta
+from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -112,6 +114,7 @@ class SurgeryStage:
         # ex.doc already: its bytes are the base we work on, and what fail-open keeps.
         base = ex.new_body if ex.new_body is not None else req.body
         layout: Layout | None = None
+        snap = None
         if req.endpoint == "messages":
             snap = self.memo.get(ckey)
             given = ex.notes.get("layout")
@@ -123,17 +126,21 @@ class SurgeryStage:
             if snap is not None and layout is not None and layout.reused \
                     and self._fast(ex, doc, ckey, model, policy, snap, layout, base):
                 return
+        # The last view analysed in full: its per-result work and its validated
+        # rewritten messages are shared with this one where the messages are the
+        # very same objects (parse-reuse hands them over); elsewhere nothing is.
+        prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
         from scalpel_desktop.wire.view import view_for
 
-        view = view_for(req.endpoint, doc)
+        view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return
         if excluded(view.cwd(), self._get("exclude_dirs")):
             ex.decision = Decision("unchanged", "working directory excluded")
             return
-        replayed = self._reapply(view)
-        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout), layout, policy,
+        replayed = self._reapply(view, prev_view)
+        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout, prev_view), layout, policy,
                             blocks=view if policy == "payback" else None)
         brk = self.economist.natural_break(shape)
         spans = []
@@ -159,22 +166,22 @@ class SurgeryStage:
         if view.replaced:
             from scalpel_desktop.wire.jsoncodec import round_trips
 
-            if not round_trips(base, view.original_doc):
+            if not round_trips_by_layout(base, view.original_doc, layout, round_trips):
                 self.surgeon.discard(cuts)
                 return self._forward_original(ex, shape, "body does not round-trip through the codec: forwarded as sent",
                                               view, layout)
             body = view.serialize()
-            problem = rewrite_problem(view)
+            problem = rewrite_problem(view, validated=prev_view)
             if problem:
                 self.surgeon.discard(cuts)
                 return self._forward_original(ex, shape, f"rewrite refused: {problem}", view, layout)
             if cuts:
                 self.surgeon.commit(cuts)
             ex.new_body = body
-        sent_hashes = self._hashes(view, layout) if cuts else shape.unit_hashes
+        sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
         serial = self.economist.record_sent(shape, sent_hashes, plan.natural_break)
         sent = Sent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
-        positions = _stub_positions(body, view, replayed, cuts)
+        positions = stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
         ex.notes["surgery"] = sent
         if layout is not None:
@@ -223,7 +230,7 @@ class SurgeryStage:
         sent = Sent(serial, ckey, model, [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs])
         ex.notes["surgery"] = sent
         self.memo.put(ckey, Snapshot(raw, layout, body, snap.shift[:k] + [snap.shift[k - 1]] * (len(msgs) - k),
-                                     list(hashes), list(snap.stubs)))
+                                     list(hashes), list(snap.stubs), view=snap.view))
         removed = sum(s[2] for s in snap.stubs)
         reason = "policy off" if policy == "off" else f"warm: nothing dead at or after break {brk.index} ({brk.reason})"
         if snap.stubs:
@@ -247,7 +254,7 @@ class SurgeryStage:
         if not shift or layout.ends[-1] + shift[-1] >= len(out) or out[layout.ends[-1] + shift[-1]] != CLOSE:
             return  # the sent body is not laid out as expected: no reuse next time
         stubs = [(tid, off, saved, unit) for tid, off, saved, _, unit in positions if off >= 0]
-        self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs))
+        self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs, view=view))
 
     def _forward_original(self, ex: Exchange, shape: RequestShape, reason: str, view: Any,
                           layout: Layout | None) -> None:
@@ -263,9 +270,9 @@ class SurgeryStage:
         ex.notes["surgery"] = Sent(serial, shape.key, shape.model)
         ex.decision = Decision("unchanged", reason[:300])
 
-    def _reapply(self, view: Any) -> dict[str, int]:
+    def _reapply(self, view: Any, previous: Any = None) -> dict[str, int]:
         """Re-apply logged cuts; return {tool_use_id: tokens saved} of the replayed ones."""
-        if not self.surgeon.reapply(view):
+        if not self.surgeon.reapply(view, previous=previous):
             return {}
         from scalpel_desktop.surgery.doom import STUB_TOKENS
 
@@ -292,18 +299,30 @@ class SurgeryStage:
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def _hashes(view: Any, layout: Layout | None) -> tuple:
-        """The economist's per-unit hashes of the view's CURRENT document (stubs included)."""
+    def _hashes(view: Any, layout: Layout | None, previous: Any = None) -> tuple:
+        """The economist's per-unit hashes of the view's CURRENT document (stubs included).
+
+        A rewritten message that is the very object ``previous`` sent (an
+        adopted replay) keeps the hash computed for it then (messages are
+        never mutated once built)."""
         if view.endpoint != "messages":
             return tuple(view.unit_hashes())
         msgs = view.doc["messages"]
         if layout is None or len(layout.hashes) != len(msgs):
             return tuple(unit_hash(m) for m in msgs)
         hashes = list(layout.hashes)
+        known = previous.__dict__.get(_HASHES_OF_REWRITTEN, {}) if previous is not None else {}
+        mine: dict[int, tuple[Any, bytes]] = {}
         for tid in view.replaced:
             r = view.result(tid)
             if r is not None:
-                hashes[r.unit_index] = unit_hash(msgs[r.unit_index])
+                i = r.unit_index
+                m = msgs[i]
+                got = mine.get(i) or known.get(i)
+                h = got[1] if got is not None and got[0] is m else unit_hash(m)
+                hashes[i] = h
+                mine[i] = (m, h)
+        view.__dict__[_HASHES_OF_REWRITTEN] = mine
         return tuple(hashes)
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
@@ -340,6 +359,9 @@ class SurgeryStage:
         )
 
 
+_HASHES_OF_REWRITTEN = "_scalpel_rewritten_hashes"  # on a view: {unit: (rewritten message, its hash)}
+
+
 def _results_in(msgs: list) -> int:
     """Tool results in ``msgs`` (Anthropic blocks, Chat ``tool`` messages, Responses outputs)."""
     n = 0
@@ -355,24 +377,6 @@ def _results_in(msgs: list) -> int:
 
 def _results_from(view: Any, unit: int) -> int:
     return sum(1 for r in view.tool_results if r.unit_index >= unit)
-
-
-def _stub_positions(body: bytes, view: Any, replayed: dict[str, int], cuts: list) -> list[tuple]:
-    """(id, byte offset in the sent body, tokens saved, new|replayed, unit) of each stub."""
-    items = [(tid, saved, "replayed") for tid, saved in replayed.items()]
-    # The same figure for a new cut and for its replays: the stub is at most STUB_TOKENS.
-    from scalpel_desktop.surgery.doom import STUB_TOKENS
-
-    items += [(c.tool_use_id, max(0, c.tokens - STUB_TOKENS), "new") for c in cuts]
-    out = []
-    for tid, saved, kind in items:
-        needle = tid.encode("utf-8")
-        pos = body.find(b'"tool_use_id":"' + needle + b'"')
-        if pos < 0:
-            pos = body.find(b'"' + needle + b'"')
-        r = view.result(tid)
-        out.append((tid, pos if pos >= 0 else len(body), int(saved), kind, r.unit_index if r else -1))
-    return out
 
 
 def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,

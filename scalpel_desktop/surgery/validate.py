@@ -20,7 +20,7 @@ rewrite copy-on-write), so validating a 2.9 MB body costs little.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from scalpel_desktop.surgery.doom import is_stub
 from scalpel_desktop.wire.jsoncodec import dumps
@@ -118,8 +118,18 @@ def _validate_item(path: str, old: Any, new: Any, responses: bool) -> list[str]:
     return _validate_anthropic_message(path, old, new)
 
 
-def validate_rewrite(original_doc: Any, new_doc: Any) -> list[str]:
-    """Problems that make ``new_doc`` unsafe to send in place of ``original_doc`` (empty: OK)."""
+def validate_rewrite(original_doc: Any, new_doc: Any,
+                     validated: Iterable[tuple[Any, Any]] = ()) -> list[str]:
+    """Problems that make ``new_doc`` unsafe to send in place of ``original_doc`` (empty: OK).
+
+    ``validated``: (original unit, rewritten unit) pairs that already passed
+    this check (a previous request's rewrite of the same message objects:
+    replayed cuts). A unit pair that is exactly one of them - both the very
+    same objects, which the caller keeps alive - is not compared again: the
+    per-unit check depends on nothing but the two units. Every other unit is
+    compared in full, and the keys around the units always are.
+    """
+    known = {id(o): (o, n) for o, n in validated}
     if not (isinstance(original_doc, dict) and isinstance(new_doc, dict)):
         return ["documents are not JSON objects"]
     if list(original_doc) != list(new_doc):
@@ -138,7 +148,10 @@ def validate_rewrite(original_doc: Any, new_doc: Any) -> list[str]:
     if len(old_units) != len(new_units):
         return problems + [f"{units_key}: count changed ({len(old_units)} -> {len(new_units)})"]
     for i, (o, n) in enumerate(zip(old_units, new_units)):
-        if o is n or _same(o, n):
+        if o is n:
+            continue
+        pair = known.get(id(o)) if known else None
+        if (pair is not None and pair[0] is o and pair[1] is n) or _same(o, n):
             continue
         problems += _validate_item(f"{units_key}[{i}]", o, n, responses)
     # Every part outside the stubbed contents was compared above, and each stub

@@ -163,3 +163,30 @@ def test_random_histories(turns, cut_at):
     p2 = reuse.parse(raw2)
     assert p2.doc == body2 and jsoncodec.dumps(p2.doc) == raw2
     same_view(view_for("messages", p2.doc, previous=v1), view_for("messages", jsoncodec.loads(raw2)))
+
+
+def test_remembered_bodies_are_bounded_by_bytes_least_recently_used_first():
+    """Eight long conversations must not hold eight bodies each when the byte budget says less."""
+    sessions = [generate(random.Random(seed)).requests for seed in (11, 12, 13, 14)]
+    bodies = [[dumps(r.body) for r in reqs] for reqs in sessions]
+    biggest = max(len(b) for bs in bodies for b in bs)
+    budget = 2 * biggest + 1  # room for about two bodies, never four
+    stage = ParseReuse(min_bytes=0, max_bytes=budget)
+    for step in range(min(len(bs) for bs in bodies)):
+        for bs in bodies:
+            raw = bs[step]
+            ex = _ex(raw)
+            stage.on_request(ex)
+            assert ex.doc == loads(raw)  # an evicted conversation is simply parsed in full
+            assert stage.nbytes <= budget
+            assert stage.nbytes == sum(len(r.raw) for r in stage._items.values())
+    assert len(stage) < len(bodies)
+    unbounded = ParseReuse(min_bytes=0, max_bytes=1 << 40)  # control: by count alone all four stay
+    for bs in bodies:
+        unbounded.on_request(_ex(bs[step]))
+    assert len(unbounded) == len(bodies) and unbounded.nbytes > budget
+    # A body above the whole budget is parsed but not remembered.
+    small = ParseReuse(min_bytes=0, max_bytes=10)
+    ex = _ex(bodies[0][0])
+    small.on_request(ex)
+    assert ex.doc == loads(bodies[0][0]) and small.nbytes == 0 and len(small) == 0

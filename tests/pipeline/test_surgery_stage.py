@@ -263,3 +263,74 @@ def test_an_earlier_stages_rewrite_is_kept_warm_cold_and_on_refusal(tmp_path):
     sent = loads(cold.body_to_send())
     assert len(sent["tools"]) == len(s.body(MODEL)["tools"]) - 1
     assert is_stub(view_for("messages", sent).result(big).content)
+
+
+@pytest.mark.parametrize("seed", [3, 8, 21])
+def test_sharing_the_previous_view_sends_exactly_what_a_fresh_analysis_sends(tmp_path, seed):
+    """Parse-reuse hands the previous messages over as the same objects: the stage then shares
+    the previous view (results' analysis, replayed stubs, validated units, their hashes).
+    Every body, decision and figure must be what a stage that never reuses anything gives."""
+    import random
+
+    from scalpel_desktop.pipeline.conversation_memo import Memo
+    from scalpel_desktop.pipeline.parse_reuse import ParseReuse
+    from tests.invariants.agent_sessions import generate
+    from tests.invariants.harness import COLD, Pipeline
+
+    session = generate(random.Random(seed))
+    fast = Pipeline(COLD, tmp_path / "fast")
+    fast.chain = Chain([ParseReuse(min_bytes=0), Identify(), fast.stage])
+    slow = Pipeline(COLD, tmp_path / "slow")
+    slow.stage.memo = Memo(size=0)
+    shared = cuts = 0
+    for req in session.requests:
+        # Past the TTL every few requests, so cuts are made and then replayed.
+        a, b = fast.process(req), slow.process(req)
+        sa = a.body_to_send().replace(str(tmp_path / "fast").encode(), b"ROOT")
+        sb = b.body_to_send().replace(str(tmp_path / "slow").encode(), b"ROOT")
+        assert sa == sb
+        assert (a.decision.action, a.decision.tokens_removed) == (b.decision.action, b.decision.tokens_removed)
+        if "reused_units" not in a.decision.figures:  # both analysed in full (the fast path words it its own way)
+            assert (a.decision.reason, a.decision.figures) == (b.decision.reason, b.decision.figures)
+        cuts += a.decision.action == "cut"
+        snap = fast.stage.memo.get((a.key.session_id, a.key.agent_id))
+        shared += snap is not None and snap.view is not None and snap.view.reused_units > 0
+        for pipe, ex in ((fast, a), (slow, b)):
+            pipe.complete(ex, req, Usage(cache_read=1000))
+    assert shared > 0 and cuts > 0, "no cut made or previous view shared: the test proves nothing"
+
+
+def test_one_pass_stub_positions_equal_a_search_per_id():
+    from scalpel_desktop.pipeline.surgery_support import first_result_offsets as _first_result_ids
+
+    body = (b'{"a":"\\"tool_use_id\\":\\"t1\\"","m":[{"tool_use_id":"t2","x":1},'
+            b'{"tool_use_id":"t1"},{"tool_use_id":"t1"},{"tool_use_id":"t10"},{"tool_use_id":"tool_use_id":"t3"}]}')
+    first = _first_result_ids(body)
+    for tid in (b"t1", b"t2", b"t10", b"t3", b"tool_use_id", b"nope"):
+        assert first.get(tid, -1) == body.find(b'"tool_use_id":"' + tid + b'"'), tid
+
+
+def test_the_layout_round_trip_check_agrees_with_the_full_one():
+    from scalpel_desktop.pipeline.conversation_memo import locate
+    from scalpel_desktop.pipeline.surgery_support import round_trips_by_layout as _round_trips
+    from scalpel_desktop.wire.jsoncodec import round_trips
+
+    s, _ = session_with_superseded_read()
+    doc = s.body(MODEL)
+    raw = dumps(doc)
+    layout = locate(raw, doc, None)
+    assert layout is not None
+    calls = []
+
+    def full(r, d):
+        calls.append(1)
+        return round_trips(r, d)
+
+    assert _round_trips(raw, doc, layout, full) is True and not calls  # proven without the full pass
+    spaced = raw.replace(b'"max_tokens":', b'"max_tokens": ')  # the shell differs: not the codec's bytes
+    assert _round_trips(spaced, loads(spaced), locate(spaced, loads(spaced), None), full) is False
+    escaped = raw.replace(b'"model":"' + MODEL.encode(), b'"model":"\\u0063' + MODEL.encode()[1:])
+    d2 = loads(escaped)
+    assert d2["model"] == MODEL
+    assert _round_trips(escaped, d2, locate(escaped, d2, None), full) is round_trips(escaped, d2) is False
+    assert _round_trips(raw, doc, None, full) is True and calls  # no layout: the full check

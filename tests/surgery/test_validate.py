@@ -113,3 +113,25 @@ def test_chat_and_responses():
     bad = copy.deepcopy(v.doc)
     bad["input"][0]["arguments"] = '{"a": 1}'
     assert validate_rewrite(resp, bad)
+
+
+def test_validated_pairs_skip_only_the_very_same_two_objects():
+    """A pair that passed before is not compared again; anything else still is."""
+    body, t1, t2 = session()
+    v = view_for("messages", body)
+    v.replace_result_content(t1, STUB)
+    assert validate_rewrite(body, v.doc) == []
+    good = [(o, n) for o, n in zip(body["messages"], v.doc["messages"]) if o is not n]
+    assert good  # the rewritten unit
+    # The same original message, rewritten badly into a NEW object: still refused,
+    # even though a pair holding that original is marked validated.
+    bad = copy.deepcopy(v.doc)
+    i = next(i for i, (o, n) in enumerate(zip(body["messages"], v.doc["messages"])) if o is not n)
+    bad["messages"][i]["content"][0]["content"] = "not a stub"
+    assert validate_rewrite(body, bad, validated=good)
+    assert validate_rewrite(body, bad) == validate_rewrite(body, bad, validated=good)
+    # The validated pair itself passes with or without the hint; the keys around
+    # the messages are still compared.
+    assert validate_rewrite(body, v.doc, validated=good) == []
+    changed = dict(v.doc, model="other")
+    assert validate_rewrite(body, changed, validated=good) == ["model: changed"]

@@ -1,0 +1,132 @@
+"""What the pipeline keeps per conversation, with several large conversations at once.
+
+Run: ``python benchmarks/pipeline_memory.py [--conversations 8] [--size 2900000] [--rounds 6]
+[--parse-reuse-mb N] [--memo-mb N]``
+
+``--conversations`` Claude Code shaped conversations of about ``--size`` bytes
+each go through the shipped chain (parse-reuse, identify, surgery), one turn
+per conversation per round, interleaved as concurrent sessions arrive. The
+second round comes past the TTL, so cuts are made and replayed from then on
+(the sent body then differs from the received one: two copies per snapshot).
+Printed: the process's resident memory (VmRSS) before and after, and what the
+stages retain - parse-reuse's remembered bodies, the surgery memo's snapshots
+(received + sent bytes, with their views), the economist's per-conversation
+hash lists - against their byte budgets. Nothing is asserted: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scalpel_desktop.accounting.prices import PriceTable  # noqa: E402
+from scalpel_desktop.accounting.usage import Usage  # noqa: E402
+from scalpel_desktop.pipeline.chain import Chain  # noqa: E402
+from scalpel_desktop.pipeline.conversation_memo import MEMO_MAX_BYTES  # noqa: E402
+from scalpel_desktop.pipeline.identify import Identify  # noqa: E402
+from scalpel_desktop.pipeline.parse_reuse import PARSE_REUSE_MAX_BYTES, ParseReuse  # noqa: E402
+from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult  # noqa: E402
+from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage  # noqa: E402
+from scalpel_desktop.store.db import connect  # noqa: E402
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402
+from scalpel_desktop.wire.jsoncodec import dumps  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Conversation(SessionBuilder):
+    """A test session whose tool ids are its own (real ids are unique across conversations;
+    the cut log is keyed by them)."""
+
+    def __init__(self, c: int):
+        self.c = c
+        super().__init__(cwd=f"/home/user/proj{c}", session_id=f"00000000-0000-4000-8000-{c:012d}")
+
+    def _id(self) -> str:
+        self._n += 1
+        return f"toolu_c{self.c:03d}_{self._n:06d}"
+
+
+def grow(s: SessionBuilder, c: int, i: int) -> None:
+    path = f"/home/user/proj{c}/src/mod{i % 37}.py"
+    s.call("Read", {"file_path": path}, file_text(path, 60 + (i * 7) % 90, salt=f"{c}-{i // 37}"))
+    if i % 5 == 0:
+        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, f"The file {path} has been updated.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--conversations", type=int, default=8)
+    ap.add_argument("--size", type=int, default=2_900_000)
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--parse-reuse-mb", type=float, default=PARSE_REUSE_MAX_BYTES / MB)
+    ap.add_argument("--memo-mb", type=float, default=MEMO_MAX_BYTES / MB)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("SCALPEL_HOME", tempfile.mkdtemp(prefix="scalpel-home-"))
+    tmp = Path(tempfile.mkdtemp(prefix="scalpel-bench-memory-"))
+
+    sessions: list[tuple[SessionBuilder, int]] = []
+    for c in range(args.conversations):
+        s = Conversation(c)
+        i = 0
+        while len(dumps(s.body())) < args.size:
+            grow(s, c, i)
+            i += 1
+        sessions.append((s, i))
+
+    reuse = ParseReuse(max_bytes=int(args.parse_reuse_mb * MB))
+    stage = build_surgery_stage({"policy": "cold", "tier": 2}, connect(tmp / "l.db"), tmp / "spill", PriceTable.builtin())
+    stage.memo.max_bytes = int(args.memo_mb * MB)
+    chain = Chain([reuse, Identify(), stage])
+    gc.collect()
+    before = rss_mb()
+    t = 1_000_000.0
+    actions: dict[str, int] = {}
+    for r in range(args.rounds):
+        t += 4000 if r == 1 else 20  # round 1: past the TTL, cuts; then warm replays
+        for c, (s, i) in enumerate(sessions):
+            grow(s, c, i)
+            sessions[c] = (s, i + 1)
+            headers = {"anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219",
+                       "x-claude-code-session-id": s.session_id}
+            body = dumps(s.body())
+            ex = chain.process(ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", headers, body,
+                                          t + c))
+            ex.body_to_send()
+            actions[ex.decision.action] = actions.get(ex.decision.action, 0) + 1
+            chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + c + 2))
+            del ex, body
+    gc.collect()
+    after = rss_mb()
+    econ = stage.economist.conversations
+    hashes = sum(len(ms.unit_hashes) for conv in econ.values() for states in conv.models.values() for ms in states)
+    views = sum(1 for snap in stage.memo._items.values() if snap.view is not None)
+    print(f"# {args.conversations} conversations of ~{args.size / 1e6:.1f} MB, {args.rounds} rounds "
+          f"({sum(actions.values())} requests: {actions}), Python {sys.version.split()[0]}")
+    print("| what | retained | budget |")
+    print("|---|---:|---:|")
+    print(f"| parse-reuse bodies | {len(reuse)} bodies, {reuse.nbytes / MB:.1f} MB raw | {reuse.max_bytes / MB:.0f} MB, {reuse.size} bodies |")
+    print(f"| surgery memo | {len(stage.memo)} snapshots ({views} with a view), {stage.memo.nbytes / MB:.1f} MB received + sent "
+          f"| {stage.memo.max_bytes / MB:.0f} MB, {stage.memo.size} snapshots |")
+    print(f"| economist | {len(econ)} conversations, {hashes:,} unit hashes (~{hashes * 57 / MB:.1f} MB) | - |")
+    print()
+    print(f"VmRSS before the requests {before:.1f} MB (the test sessions built), after {after:.1f} MB: "
+          f"+{after - before:.1f} MB retained by the pipeline")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
