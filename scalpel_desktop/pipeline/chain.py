@@ -20,11 +20,15 @@ class Chain:
         self.stages = list(stages)
         self.paused = paused
 
-    def process(self, request: ApiRequest) -> Exchange:
+    def process(self, request: ApiRequest, *, paused: bool | None = None) -> Exchange:
+        """``paused``: the caller's own reading of the pause switch, taken when it
+        decided how to forward the request (it must not change between that
+        decision and this run); None reads it now."""
         ex = Exchange(request=request)
-        paused = _safe_bool(self.paused)
+        if paused is None:
+            paused = _safe_bool(self.paused)
         for stage in self.stages:
-            if paused and getattr(stage, "mutates", False):
+            if paused and getattr(stage, "mutates", True):
                 continue
             try:
                 stage.on_request(ex)

@@ -209,17 +209,22 @@ def _is_api_request(method: str, endpoint: str, headers: Any) -> bool:
     return not ctype or "json" in ctype.lower()
 
 
-def _observe_only(pipeline: Any) -> bool:
-    """True when no stage that could change a body would run (a ``Chain`` paused or all-observing)."""
+def _observe_only(pipeline: Any) -> bool | None:
+    """When no stage that could change a body would run (a ``Chain`` paused or
+    all-observing), the pause switch as read now (``True``/``False``); else None.
+
+    The reading is handed to the pipeline when it looks at the request after the
+    answer: a resume pressed meanwhile must not let mutating stages act (and log
+    cuts) on a request that went upstream unchanged."""
     stages = getattr(pipeline, "stages", None)
     if stages is None:
-        return False
+        return None
     try:
         if pipeline.paused():
             return True
     except Exception:  # noqa: BLE001
-        return False
-    return not any(getattr(s, "mutates", True) for s in stages)
+        return None
+    return None if any(getattr(s, "mutates", True) for s in stages) else False
 
 
 async def forward(request: web.Request) -> web.StreamResponse:
@@ -259,7 +264,8 @@ async def forward(request: web.Request) -> web.StreamResponse:
             body=body,
             received_at=received_at,
         )
-        if _observe_only(pipeline):
+        paused_now = _observe_only(pipeline)
+        if paused_now is not None:
             deferred = True  # nothing can change the body: look at it after the answer
         else:
             try:
@@ -292,7 +298,8 @@ async def forward(request: web.Request) -> web.StreamResponse:
             )
             if deferred:
                 # One observer thread, first in first out: records keep the requests' order.
-                _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req, result))
+                _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req,
+                                                        result, paused_now))
             elif ex is not None:
                 fut = loop.run_in_executor(opts.executor, _complete, pipeline, ex, result)
                 if cancelled:  # cannot wait here any more
@@ -315,10 +322,11 @@ def _complete(pipeline: Pipeline, ex: Exchange, result: ResponseResult) -> None:
         log.exception("pipeline failed on response")
 
 
-def _observe(pipeline: Pipeline, request: ApiRequest, result: ResponseResult) -> None:
-    """An observe-only pipeline sees the request and its answer after the client got it."""
+def _observe(pipeline: Any, request: ApiRequest, result: ResponseResult, paused: bool) -> None:
+    """An observe-only pipeline sees the request and its answer after the client got it,
+    with the pause switch as it was when the request was forwarded."""
     try:
-        ex = pipeline.process(request)
+        ex = pipeline.process(request, paused=paused)
     except Exception:  # noqa: BLE001
         log.exception("pipeline failed while observing")
         return

@@ -51,3 +51,22 @@ def test_paused_skips_mutating_stages():
 def test_non_json_body_is_tolerated():
     ex = Chain([Identify()]).process(req(b"\xff not json"))
     assert ex.doc is None and ex.key is None and not ex.changed
+
+
+def test_the_callers_pause_reading_wins_over_a_later_one():
+    """The proxy reads the switch when it forwards; a resume before the pipeline runs changes nothing."""
+    ex = Chain([Rewrites()], paused=lambda: False).process(req(), paused=True)
+    assert not ex.changed and ex.decision.action == "paused"
+
+
+def test_a_stage_without_a_mutates_flag_is_skipped_while_paused():
+    class Unlabelled:
+        name = "unlabelled"
+
+        def on_request(self, ex):
+            ex.new_body = b"{}"
+
+        def on_response(self, ex):
+            pass
+
+    assert not Chain([Unlabelled()], paused=lambda: True).process(req()).changed

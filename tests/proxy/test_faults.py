@@ -218,3 +218,36 @@ def test_non_api_paths_are_forwarded_and_counted(proxy, emu):
     assert emu.received[-1].path == "/v1/models" and emu.received[-1].query == "limit=5"
     assert wait_for(lambda: proxy.runtime.status()["requests"] == 1)
     assert proxy.runtime.status()["api_requests"] == 0
+
+
+class _Cutter:
+    """A mutating stage that records every request it was allowed to change."""
+
+    name = "cutter"
+    mutates = True
+
+    def __init__(self):
+        self.ran = 0
+
+    def on_request(self, ex: Exchange) -> None:
+        self.ran += 1
+
+    def on_response(self, ex: Exchange) -> None:
+        pass
+
+
+def test_a_resume_during_a_paused_request_does_not_let_mutating_stages_at_it(proxy, emu):
+    """Paused when forwarded means unchanged upstream; the pipeline's later look at the
+    request must see it as paused too, even when the user resumed in between."""
+    from tests.proxy.conftest import wait_for
+
+    chain = proxy.runtime._pipeline
+    cutter = _Cutter()
+    readings = iter([True])  # paused when the proxy forwards, resumed at every later reading
+    chain.paused = lambda: next(readings, False)
+    seen = _Seen()  # observing: runs whatever the switch says, so it shows the observation happened
+    chain.stages = [cutter, seen] + [s for s in chain.stages if not getattr(s, "mutates", True)]
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=SENTINEL_KEY, max_retries=0)
+    assert client.messages.create(**BODY).content
+    assert wait_for(lambda: len(seen.sizes) == 1)
+    assert cutter.ran == 0
