@@ -58,11 +58,10 @@ from scalpel_desktop.pipeline.surgery_support import (
 from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps
+from scalpel_desktop.wire.view import ENDPOINTS
 
 log = logging.getLogger("scalpel.surgery")
 
-ENDPOINTS = ("messages", "chat", "responses")
-_Sent = Sent  # kept for callers that imported the old name
 
 
 class SurgeryStage:

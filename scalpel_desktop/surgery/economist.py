@@ -177,19 +177,6 @@ class Economist:
         self._serial = 0
 
     # ---------------------------------------------------------------- state
-    def knows(self, key: Hashable) -> bool:
-        return key in self.conversations
-
-    def state(self, key: Hashable, model: str) -> ModelState | None:
-        """The latest request sent to ``model`` in conversation ``key``."""
-        conv = self.conversations.get(key)
-        states = conv.models.get(model) if conv else None
-        return states[-1] if states else None
-
-    def turns(self, key: Hashable) -> int:
-        conv = self.conversations.get(key)
-        return conv.turns if conv else 0
-
     def record_sent(self, shape: RequestShape, sent_hashes: Sequence[Hashable] | None = None,
                     brk: Break | None = None) -> int:
         """Remember what was sent for ``shape`` (``sent_hashes``: after our cuts). Returns a serial."""
@@ -233,9 +220,6 @@ class Economist:
                 ms.ended_at = finished_at if ms.ended_at is None else max(ms.ended_at, finished_at)
                 ms.last_cache_read = cache_read
                 return
-
-    def forget(self, key: Hashable) -> None:
-        self.conversations.pop(key, None)
 
     # ---------------------------------------------------------------- break
     def natural_break(self, shape: RequestShape) -> Break:
@@ -340,12 +324,6 @@ class Economist:
 
             self.prices = PriceTable.load()
         return self.prices.rates(model)
-
-    def remaining_turns(self, key: Hashable) -> int:
-        """A conservative estimate of the turns a warm cut keeps saving (``surgery/payback.py``)."""
-        from scalpel_desktop.surgery.payback import remaining_turns
-
-        return remaining_turns(self, key)
 
     def _payback(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate],
                  free: list[Candidate], batch_min: int) -> Plan | None:
