@@ -159,16 +159,10 @@ class Runtime:
         from scalpel_desktop.pipeline import assemble
         from scalpel_desktop.pipeline.chain import Chain
 
-        try:
-            from scalpel_desktop.store.ledger import LedgerWriter
-        except ImportError:  # pragma: no cover - the store is part of the package
-            LedgerWriter = None  # type: ignore[assignment]
-        self._ledger = LedgerWriter(dirs().database) if LedgerWriter is not None else None
-        try:
-            stages = assemble.default_stages(self.config, ledger=self._ledger)
-        except ImportError:
-            log.warning("the ledger recorder is missing; requests are not recorded")
-            stages = assemble.default_stages(self.config, ledger=None)
+        from scalpel_desktop.store.ledger import LedgerWriter
+
+        self._ledger = LedgerWriter(dirs().database)
+        stages = assemble.default_stages(self.config, ledger=self._ledger)
         self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
@@ -266,13 +260,13 @@ class Runtime:
             except Exception:  # noqa: BLE001
                 log.exception("closing the ledger failed")
             self._ledger = None
-        try:
-            from scalpel_desktop.control_client import runtime_info
+        from scalpel_desktop.control_client import runtime_info
 
+        try:
             info = runtime_info()
             if info and info.get("pid") == os.getpid():
                 dirs().runtime_file.unlink()
-        except (OSError, ImportError):
+        except OSError:
             pass
         self._lock.release()
         with self._state_lock:

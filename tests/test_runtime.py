@@ -110,3 +110,31 @@ def test_crashed_proxy_restarts_on_the_same_port(runtime):
     assert runtime.port == port and runtime.status()["state"] == "running"
     assert "stopped unexpectedly" in runtime.status()["last_crash"]
     assert ControlClient.discover().health()["ok"] is True
+
+
+def test_a_corrupt_database_still_forwards_byte_for_byte(tmp_path):
+    """SPEC 8: a ledger that cannot be used turns recording (and the features kept in
+    it) off; the proxy keeps forwarding the client's own bytes."""
+    import urllib.request
+
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.emulator.testing import running_emulator
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.runtime import Runtime
+
+    dirs().database.parent.mkdir(parents=True, exist_ok=True)
+    dirs().database.write_bytes(b"this is not a database" * 200)
+    body = b'{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}'
+    with running_emulator() as emu:
+        rt = Runtime(Config.load(), {"anthropic_upstream": emu.url}, port=0).start()
+        try:
+            req = urllib.request.Request(f"http://127.0.0.1:{rt.port}/v1/messages", data=body, method="POST",
+                                         headers={"x-api-key": "k", "content-type": "application/json",
+                                                  "anthropic-version": "2023-06-01"})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                assert resp.status == 200
+            assert emu.received[-1].body == body
+            names = [getattr(s, "name", "") for s in rt._pipeline.stages]
+            assert "surgery" not in names and "tool_filter" not in names
+        finally:
+            rt.stop()

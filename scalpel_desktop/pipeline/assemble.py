@@ -19,6 +19,7 @@ same way, so its figures are the shipped pipeline's.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any, Iterable
 
 from scalpel_desktop.config import Config
@@ -39,9 +40,19 @@ def default_stages(config: Config, *, ledger: Any = None, db_path: Any = None,
 
     prices = PriceTable.load()
     db_path = db_path or dirs().database
-    inventory, tool_filter = tool_stages(config, db_path=db_path, prices=prices)
-    surgery = build_surgery_stage(config, connect(db_path), spill_dir or dirs().spill, prices)
-    stages: list[Stage] = [ParseReuse(), Identify(), inventory, tool_filter, surgery]
+    stages: list[Stage] = [ParseReuse(), Identify()]
+    built: list[Any] = []
+    try:
+        built.extend(tool_stages(config, db_path=db_path, prices=prices))
+        built.append(build_surgery_stage(config, connect(db_path), spill_dir or dirs().spill, prices))
+    except (sqlite3.Error, OSError) as e:
+        # Fail open: the tool filter and the surgery log live in this database. Without
+        # it they stay off and every request is forwarded unchanged.
+        log.warning("database %s cannot be used (%s): tool filter and surgery are off, "
+                    "requests are forwarded unchanged", db_path, e)
+        close_stages(built)
+    else:
+        stages.extend(built)
     if ledger is not None:
         from scalpel_desktop.pipeline.record import LedgerRecorder
 
