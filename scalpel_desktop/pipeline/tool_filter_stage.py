@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalpel_desktop.pipeline.seam import Decision, Exchange
+from scalpel_desktop.pipeline.surgery_support import round_trips_by_layout
 from scalpel_desktop.tools.filter import filter_request
 from scalpel_desktop.tools.pins import SessionPins
 from scalpel_desktop.tools.realized import billed_tier, price
@@ -65,7 +66,9 @@ class ToolFilterStage:
         ex.notes["tool_filter"] = note
         if not result.changed:
             return
-        if ex.new_body is None and not round_trips(req.body, doc):
+        # The messages are already proven to be their own bytes by parse-reuse's layout:
+        # re-serialize only the rest (a 2.9 MB body would otherwise be dumped twice here).
+        if ex.new_body is None and not round_trips_by_layout(req.body, doc, ex.notes.get("layout"), round_trips):
             note["left_alone"] = "body does not round-trip through the codec"
             return
         for k in ("tools", "messages"):

@@ -70,6 +70,23 @@ def test_body_that_does_not_round_trip_is_left_alone(tmp_path):
     assert ex.notes["tool_filter"]["left_alone"].startswith("body does not round-trip")
 
 
+def test_with_parse_reuse_in_front_a_body_off_the_codec_is_still_left_alone(tmp_path):
+    """The shipped order (parse-reuse first) proves the messages from its layout and
+    re-serializes only the rest: a byte off outside the messages must still be caught."""
+    from scalpel_desktop.pipeline.parse_reuse import ParseReuse
+
+    store, flag, stage, _ = make(tmp_path)
+    chain = Chain([ParseReuse(min_bytes=0), Identify(), stage])
+    removals.remove(store, "ReportFindings", source="cli", force=True)
+    good = dumps(body([tool(n) for n in CC_TOOLS], session="s-layout"))
+    ex = chain.process(request(None, raw=good))
+    assert ex.notes.get("layout") is not None  # the layout path really ran
+    assert ex.changed
+    bad = good.replace(b'{"model"', b'{ "model"', 1)
+    ex = chain.process(request(None, raw=bad))
+    assert ex.notes.get("layout") is not None
+    assert not ex.changed and ex.body_to_send() is bad
+
 def test_pinned_per_session_across_config_change_and_restart(tmp_path):
     store, flag, stage, chain = make(tmp_path)
     removals.remove(store, "Workflow", source="cli", force=True)
