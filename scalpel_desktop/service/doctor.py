@@ -139,11 +139,11 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     else:
         out.append(Check("Claude Code CLI", "info", "`claude` not on PATH"))
     if sys.platform.startswith("linux"):
-        try:
-            import gi  # noqa: F401
+        from scalpel_desktop.tray.backend import gtk_available  # the tray's own test, not a guess
 
-            out.append(Check("tray", "ok", "PyGObject present (gtk/appindicator tray with a menu)"))
-        except ImportError:
-            out.append(Check("tray", "warn", "PyGObject missing: the tray has no menu on Linux",
+        if gtk_available():
+            out.append(Check("tray", "ok", "PyGObject and GTK 3 present (gtk/appindicator tray with a menu)"))
+        else:
+            out.append(Check("tray", "warn", "PyGObject or the GTK 3 typelib missing: the tray has no menu on Linux",
                              "pip install 'scalpel-desktop[gtk]' (and gir1.2-gtk-3.0 gir1.2-ayatanaappindicator3-0.1)"))
     return out

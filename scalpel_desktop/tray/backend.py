@@ -30,7 +30,8 @@ class BackendChoice:
     warning: str = ""
 
 
-def _gtk_available() -> bool:
+def gtk_available() -> bool:
+    """PyGObject and the Gtk 3.0 typelib: what a tray with a menu needs on Linux."""
     try:
         import gi
 
@@ -76,7 +77,7 @@ def linux_backend_name() -> tuple[str, str]:
     """(backend, warning) for Linux: appindicator where a watcher runs, else gtk, else xorg."""
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         return "none", "no display (DISPLAY/WAYLAND_DISPLAY unset)"
-    if _gtk_available():
+    if gtk_available():
         if _appindicator_available() and _sni_watcher_running():
             return "appindicator", ""
         return "gtk", ""

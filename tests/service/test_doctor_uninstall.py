@@ -91,3 +91,17 @@ def test_doctor_finds_a_proxy_started_by_hand_on_another_port(isolated_home, cap
         assert f":{rt.port}" in checks["proxy"]["detail"] or str(rt.port) in json.dumps(checks["proxy"])
     finally:
         rt.stop()
+
+
+def test_doctor_reports_the_tray_as_the_tray_itself_would_choose(isolated_home, capsys, monkeypatch):
+    """PyGObject without the GTK 3 typelib leaves the tray without a menu: doctor must say so."""
+    import sys
+
+    import scalpel_desktop.tray.backend as backend
+
+    if not sys.platform.startswith("linux"):
+        return
+    for available, status in ((False, "warn"), (True, "ok")):
+        monkeypatch.setattr(backend, "gtk_available", lambda a=available: a)
+        _, checks = _doctor(capsys)
+        assert checks["tray"]["status"] == status
