@@ -199,10 +199,21 @@ class StageDriver:
         self._ex = None
 
 
+def check_policies(policies: Iterable[str]) -> list[str]:
+    """The policy names, or ValueError naming the unknown one: checked once, before any
+    replay, so an error inside one policy's run is that policy's (and not the session's)."""
+    names = list(policies)
+    for p in names:
+        if p not in ALL_POLICIES:
+            raise ValueError(f"unknown policy {p!r}; one of {', '.join(ALL_POLICIES)}")
+    return names
+
+
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True) -> SessionResult:
     from scalpel_desktop.config import KEYS
 
+    policies = check_policies(policies)
     cfg = {k: v.default for k, v in KEYS.items()}
     cfg.update(config or {})
     cfg["tier"] = tier
@@ -235,10 +246,6 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                 fp = FirstPartyCuts(seq, lambda k: totals[k])
                 bill = sim.run(fp, breaks=breaks)
                 cuts[name] = _count_cleared(seq, fp)
-            else:
-                raise ValueError(f"unknown policy {name!r}; one of {', '.join(ALL_POLICIES)}")
-        except ValueError:
-            raise
         except Exception as e:  # noqa: BLE001 - one policy's failure is reported, the bench goes on
             errors[name] = f"{type(e).__name__}: {e}"[:200]
             bill = None
@@ -265,10 +272,7 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
         from scalpel_desktop.accounting.prices import PriceTable
 
         prices = PriceTable.load()
-    policies = [p for p in policies]
-    for p in policies:
-        if p not in ALL_POLICIES:
-            raise ValueError(f"unknown policy {p!r}; one of {', '.join(ALL_POLICIES)}")
+    policies = check_policies(policies)
     results = files if files is not None else read_corpus(Path(root) if root is not None else None)
     skipped = {"too_short": 0, "oversized": 0, "unreadable": 0, "errors": 0, "no_requests": 0}
     seqs: list[Sequence] = []

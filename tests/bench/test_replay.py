@@ -31,3 +31,20 @@ def test_replay_corpus_skip_accounting(tmp_path):
     assert t.sessions_worse == 0
     report = check_report(res.sessions)
     assert report.real_cost > 0 and report.simulated_cost > 0
+
+
+def test_a_value_error_inside_one_policy_is_that_policys_error_not_the_sessions(tmp_path, monkeypatch):
+    import pytest
+
+    from scalpel_desktop.bench import replay as replay_mod
+
+    def broken(self, k, req):
+        raise ValueError("a bug inside first-party")
+
+    monkeypatch.setattr(replay_mod.FirstPartyCuts, "__call__", broken)
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=12)).sequences[0]
+    res = replay_sequence(seq, PriceTable.builtin())
+    assert "ValueError" in res.errors["first-party"]
+    assert res.cuts.get("naive") is not None and "cold" in res.costs  # the other policies still ran
+    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+        replay_sequence(seq, PriceTable.builtin(), policies=["off", "nope"])
