@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.paths import dirs
 
 KEEP = 20
@@ -34,10 +35,7 @@ def remember(command: Sequence[str], recent: list[str], name: str) -> list[str]:
     recent = recent[:KEEP]
     path = state_file(command)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"recent": recent}), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, json.dumps({"recent": recent}).encode("utf-8"), fsync=False)
     except OSError:
         pass
     return recent
