@@ -160,12 +160,6 @@ def estimate_block(block: Any, family: str | None = None) -> int:
     return max(1, math.ceil(estimate_chars(chars, n, family)))
 
 
-def plain_chars4(block: Any) -> int:
-    """The naive baseline: characters of the block's text / 4."""
-    chars, _ = chars_by_kind(block)
-    return math.ceil(sum(chars.values()) / 4)
-
-
 def generation(family: str) -> str:
     """The tokenizer generation of a family: Opus 4.7 and later count more tokens per character."""
     m = re.match(r"([a-z]+)-(\d+)(?:\.(\d+))?", family or "")

@@ -71,10 +71,6 @@ class Request:
         """The history as Anthropic Messages (consecutive same-role lines merged)."""
         return to_messages(self.history)
 
-    @property
-    def uses_1h(self) -> bool:
-        return self.usage.cache_write_1h > 0
-
 
 @dataclass
 class Sequence:

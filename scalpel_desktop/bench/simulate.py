@@ -36,7 +36,6 @@ never looks at usage after the first request.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -367,13 +366,4 @@ def _older_than(version: str, ref: tuple[int, int]) -> bool:
     return parts < ref if len(parts) == 2 else False
 
 
-def stub_tokens_default(original_tokens: int) -> int:
-    """Tokens of a stub that replaced a result, when the stub text is not at hand."""
-    return min(original_tokens, 45)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b) if b else 0
-
-
-__all__ = ["SequenceSimulator", "SequenceBill", "RequestBill", "Stub", "Cuts", "math"]
+__all__ = ["SequenceSimulator", "SequenceBill", "RequestBill", "Stub", "Cuts"]

@@ -89,10 +89,6 @@ class FaultQueue:
         with self._lock:
             self._faults.clear()
 
-    def pending(self) -> list[Fault]:
-        with self._lock:
-            return list(self._faults)
-
     def take(self, path: str) -> Fault | None:
         with self._lock:
             for f in self._faults:

@@ -12,8 +12,6 @@ from typing import Any
 
 from scalpel_desktop.accounting.usage import Usage
 
-TIERS = ("cache_read", "write_1h", "write_5m", "input")
-
 
 def billed_tier(usage: Usage) -> str:
     if (usage.cache_read or 0) > 0:

@@ -82,7 +82,3 @@ def set_enabled(store: ToolStore, config: Any, on: bool, *, source: str, save: b
     if was != bool(on):
         store.record("on" if on else "off", "", source)
     return {"tool_filter": bool(on), "changed": was != bool(on)}
-
-
-def status(store: ToolStore, config: Any) -> dict[str, Any]:
-    return {"tool_filter": bool(config.get("tool_filter")), "removals": list(store.removals().values())}

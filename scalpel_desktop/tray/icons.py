@@ -49,10 +49,6 @@ def icon_image(state: str):
     return img
 
 
-def all_images() -> dict:
-    return {s: icon_image(s) for s in STATES}
-
-
 def save_png(state: str, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -49,10 +49,6 @@ def bar(share: float | None, width: int = 10) -> str:
     return out.ljust(width, "·")
 
 
-def clock_time(ts: float) -> str:
-    return datetime.fromtimestamp(ts).strftime("%H:%M:%S")
-
-
 def day_time(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%m-%d %H:%M")
 

@@ -14,11 +14,10 @@ When no proxy answers, the settings shown are the saved config's, read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NOT_RUNNING = "no proxy running (start: `scalpel start` or the tray)"
 SHOWN_SETTINGS = ("paused", "tier", "policy", "tool_filter")
-
 
 @dataclass(frozen=True)
 class ProxyState:
@@ -32,14 +31,12 @@ class ProxyState:
     def port(self) -> int | None:
         return self.status.get("port") if self.running else None
 
-
 @dataclass(frozen=True)
 class ActionResult:
     what: str
     ok: bool
     message: str
     answer: dict[str, Any] = field(default_factory=dict)
-
 
 class ProxyLink:
     def __init__(self, control: Any = None):
@@ -82,7 +79,6 @@ class ProxyLink:
             return ActionResult(what, False, str(answer.get("error") or "refused"), answer)
         return ActionResult(what, True, what, answer if isinstance(answer, dict) else {})
 
-
 def saved_settings() -> dict[str, Any]:
     """The saved config's values (what a proxy started now would use)."""
     try:
@@ -95,13 +91,9 @@ def saved_settings() -> dict[str, Any]:
 
         return {k: KEYS[k].default for k in SHOWN_SETTINGS}
 
-
 def _short_error(message: str) -> str:
     """``/_scalpel/control/tools: HTTP 400: X`` -> ``X``."""
     parts = message.split(": ", 2)
     if len(parts) == 3 and parts[1].startswith("HTTP "):
         return parts[2]
     return message
-
-
-ControlSource = Callable[[], Any]
