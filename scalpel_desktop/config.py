@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from scalpel_desktop.paths import dirs
 
@@ -137,6 +137,26 @@ KEYS: dict[str, Key] = {
         Key("body_limit_mb", 64, int, "Request bodies above this stream through untouched.", minimum=1),
     ]
 }
+
+
+def setting(config_like: Any, name: str) -> Any:
+    """One setting from a ``Config``, a plain mapping (the bench, tests) or None; a
+    missing or null value is the key's default. Every stage reads settings this way."""
+    default = KEYS[name].default
+    if config_like is None:
+        return default
+    if isinstance(config_like, Mapping):
+        value = config_like.get(name)
+    else:
+        getter = getattr(config_like, "get", None)
+        if callable(getter):
+            try:
+                value = getter(name)
+            except Exception:  # noqa: BLE001 - an object without this key: the default
+                value = None
+        else:
+            value = getattr(config_like, name, None)
+    return default if value is None else value
 
 
 class Config:

@@ -73,3 +73,14 @@ def test_scalpel_home_overrides_every_dir(tmp_path, monkeypatch):
     d = dirs()
     for p in (d.data, d.config, d.state, d.spill, d.database, d.config_file):
         assert str(p).startswith(str(tmp_path))
+
+
+def test_setting_reads_a_config_a_mapping_or_nothing_with_the_same_defaults():
+    from scalpel_desktop.config import setting
+
+    cfg = Config.load()
+    cfg.set("keep_recent", "7")
+    assert setting(cfg, "keep_recent") == 7
+    assert setting({"keep_recent": 5}, "keep_recent") == 5
+    assert setting({"keep_recent": None}, "keep_recent") == KEYS["keep_recent"].default
+    assert setting({}, "tier") == setting(None, "tier") == KEYS["tier"].default == 2

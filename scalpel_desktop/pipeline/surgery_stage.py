@@ -42,6 +42,7 @@ import threading
 from typing import Any
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
+from scalpel_desktop.config import setting
 from scalpel_desktop.pipeline.conversation_memo import CLOSE, Layout, Memo, Snapshot, locate, region_hash, unit_hash
 from scalpel_desktop.pipeline.seam import Decision, Exchange
 from scalpel_desktop.pipeline.surgery_support import (
@@ -52,7 +53,6 @@ from scalpel_desktop.pipeline.surgery_support import (
     realized,
     rewrite_problem,
     round_trips_by_layout,
-    setting,
     stub_positions,
 )
 from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta

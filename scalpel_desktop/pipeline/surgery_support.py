@@ -24,15 +24,6 @@ class Sent:
     rewrite_tokens: int = 0
 
 
-def setting(config: Any, name: str) -> Any:
-    """A live setting from a Config or a plain dict (missing keys: the default)."""
-    if isinstance(config, dict):
-        from scalpel_desktop.config import KEYS
-
-        return config.get(name, KEYS[name].default)
-    return config.get(name)
-
-
 def excluded(cwd: str | None, dirs: list[str] | None) -> bool:
     """True when ``cwd`` is one of ``dirs`` or below one."""
     if not cwd or not dirs:

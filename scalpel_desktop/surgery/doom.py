@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scalpel_desktop.surgery.file_access import FILE_WRITERS, _Access, bash_read, file_access  # noqa: F401 (bash_read re-exported)
+from scalpel_desktop.config import setting as _setting
 from scalpel_desktop.wire.view import ConversationView, ToolResult
 
 KINDS = ("superseded_read", "duplicate", "failed", "dead_snapshot", "stale_large")
@@ -50,16 +51,6 @@ SNAPSHOT_NAME = re.compile(r"(?:^|_)(?:snapshot|screenshot|take_snapshot|read_pa
 STUB_MARK = "[scalpel:"
 STUB_TOKENS = 60  # the largest stub we write, in tokens
 IMAGE_TOKENS = 1_600  # an image block, roughly (a Read of a picture)
-
-DEFAULTS = {
-    "keep_recent": 3,
-    "failed_age_messages": 10,
-    "stale_min_tokens": 1000,
-    "stale_age_messages": 20,
-    "min_cut_tokens": 200,
-    "cut_mcp_results": False,
-}
-
 
 @dataclass(frozen=True)
 class DoomSpan:
@@ -75,21 +66,6 @@ def result_tokens(result: ToolResult) -> int:
     from scalpel_desktop.accounting.tokens import estimate_tokens
 
     return estimate_tokens(result.text) + IMAGE_TOKENS * result.images
-
-
-def _setting(config_like: Any, key: str) -> Any:
-    if config_like is None:
-        return DEFAULTS[key]
-    if isinstance(config_like, dict):
-        return config_like.get(key, DEFAULTS[key])
-    getter = getattr(config_like, "get", None)
-    if callable(getter):
-        try:
-            v = getter(key)
-        except Exception:  # noqa: BLE001 - an object without this key: the default
-            v = None
-        return DEFAULTS[key] if v is None else v
-    return getattr(config_like, key, DEFAULTS[key])
 
 
 def is_stub(content: Any) -> bool:
@@ -113,7 +89,7 @@ def is_snapshot_tool(name: str) -> bool:
 def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int | None = None) -> list[DoomSpan]:
     """Every dead, unprotected tool result of ``view``, in history order."""
     if tier is None:
-        tier = int(_setting_tier(config_like))
+        tier = int(_setting(config_like, "tier"))
     kinds = TIER_KINDS.get(int(tier), TIER_KINDS[2])
     keep_recent = int(_setting(config_like, "keep_recent"))
     failed_age = int(_setting(config_like, "failed_age_messages"))
@@ -275,18 +251,3 @@ def _allowed_kinds(r: ToolResult, cut_mcp: bool) -> frozenset[str]:
         # snapshot of the same tool shows the page as it is now.
         return frozenset({"dead_snapshot"}) if is_snapshot_tool(r.name) else frozenset()
     return frozenset(KINDS)
-
-
-def _setting_tier(config_like: Any) -> int:
-    if config_like is None:
-        return 2
-    if isinstance(config_like, dict):
-        return config_like.get("tier", 2)
-    getter = getattr(config_like, "get", None)
-    if callable(getter):
-        try:
-            v = getter("tier")
-        except Exception:  # noqa: BLE001
-            v = None
-        return 2 if v is None else v
-    return getattr(config_like, "tier", 2)

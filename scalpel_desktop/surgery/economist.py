@@ -43,6 +43,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
+from scalpel_desktop.config import setting
+
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "24h": 86400.0}
 LONGEST_TTL_S = 3600.0  # Anthropic's longest; "when unsure assume the longer"
 # No cut may bring a prompt under the largest minimum cacheable length (SPEC 3:
@@ -157,14 +159,7 @@ class _Settings:
         self.config = config
 
     def __getitem__(self, name: str) -> Any:
-        c = self.config
-        if hasattr(c, "get") and not isinstance(c, Mapping):
-            return c.get(name)
-        if isinstance(c, Mapping) and name in c:
-            return c[name]
-        from scalpel_desktop.config import KEYS
-
-        return KEYS[name].default
+        return setting(self.config, name)
 
 
 class Economist:
