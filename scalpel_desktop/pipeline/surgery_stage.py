@@ -58,7 +58,7 @@ from scalpel_desktop.pipeline.surgery_support import (
 from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps
-from scalpel_desktop.wire.view import ENDPOINTS
+from scalpel_desktop.wire.view import ENDPOINTS, regions
 
 log = logging.getLogger("scalpel.surgery")
 
@@ -334,13 +334,7 @@ class SurgeryStage:
             unit_blocks = [len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), list) else 1
                            for m in msgs]
         endpoint = ex.request.endpoint
-        if endpoint == "messages":
-            system = doc.get("system")
-            system = [{"type": "text", "text": system}] if isinstance(system, str) else system
-            tools, settings = doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "thinking")}
-        else:
-            system = doc.get("instructions")
-            tools, settings = doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "parallel_tool_calls")}
+        system, tools, settings = regions(endpoint, doc)
         return RequestShape(
             key=ckey,
             model=model,

@@ -31,6 +31,7 @@ def describe_content(content: Any) -> tuple[str, int, bool]:
 
 class AnthropicView(ConversationView):
     endpoint = "messages"
+    endpoint = "messages"
     text_block_type = "text"
     units_key = "messages"
 
@@ -81,15 +82,6 @@ class AnthropicView(ConversationView):
         if isinstance(raw, dict) and isinstance(raw.get("content"), str):
             return {k: ([{"type": "text", "text": v}] if k == "content" else v) for k, v in raw.items()}
         return None
-
-    def _system_part(self) -> Any:
-        s = self.doc.get("system")
-        if isinstance(s, str):
-            return [{"type": "text", "text": s}]
-        return s
-
-    def _settings_keys(self) -> tuple[str, ...]:
-        return ("tool_choice", "thinking")
 
     def breakpoints(self) -> list[Breakpoint]:
         out: list[Breakpoint] = []

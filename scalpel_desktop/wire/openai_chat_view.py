@@ -15,7 +15,6 @@ from typing import Any
 from scalpel_desktop.wire.content_parts import describe_parts, message_texts, parse_arguments
 from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
 
-SYSTEM_ROLES = ("system", "developer")
 
 
 def lead_texts(units: list[Unit], n: int = 6) -> list[str]:
@@ -28,6 +27,7 @@ def lead_texts(units: list[Unit], n: int = 6) -> list[str]:
 
 
 class ChatView(ConversationView):
+    endpoint = "chat"
     endpoint = "chat"
     text_block_type = "text"
     units_key = "messages"
@@ -57,23 +57,6 @@ class ChatView(ConversationView):
 
     def _describe(self, content: Any) -> tuple[str, int, bool]:
         return describe_parts(content, ("text",), ("image_url",))
-
-    def _system_part(self) -> Any:
-        lead = []
-        for m in self.doc["messages"]:
-            if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES:
-                lead.append(m)
-            else:
-                break
-        return lead
-
-    def tools_hash(self) -> str:
-        from scalpel_desktop.wire.view import canonical_bytes, sha
-
-        return sha(canonical_bytes([self.doc.get("tools"), self.doc.get("functions")]))
-
-    def _settings_keys(self) -> tuple[str, ...]:
-        return ("tool_choice", "parallel_tool_calls", "reasoning_effort")
 
     def ttl(self) -> str | None:
         """None: OpenAI caches automatically and its retention is not stated per request."""

@@ -21,6 +21,7 @@ CALL_TYPES = ("function_call", "custom_tool_call")
 
 class ResponsesView(ConversationView):
     endpoint = "responses"
+    endpoint = "responses"
     text_block_type = "input_text"
     units_key = "input"
 
@@ -50,12 +51,6 @@ class ResponsesView(ConversationView):
 
     def _describe(self, content: Any) -> tuple[str, int, bool]:
         return describe_parts(content, ("input_text", "output_text", "text"), ("input_image",))
-
-    def _system_part(self) -> Any:
-        return self.doc.get("instructions")
-
-    def _settings_keys(self) -> tuple[str, ...]:
-        return ("tool_choice", "parallel_tool_calls", "reasoning")
 
     def ttl(self) -> str | None:
         """None: OpenAI caches automatically and its retention is not stated per request."""

@@ -130,6 +130,8 @@ class ConversationView:
     the messages both requests hold as the very same objects (``previous``).
     """
 
+    endpoint = ""  # "messages" | "chat" | "responses": which ``regions`` apply
+
     endpoint = ""
     text_block_type = "text"  # the block type a stub uses when the content is a list
     units_key = "messages"
@@ -249,16 +251,13 @@ class ConversationView:
         return None
 
     def system_hash(self) -> str:
-        return sha(canonical_bytes(self._system_part()))
+        return sha(canonical_bytes(regions(self.endpoint, self.doc)[0]))
 
     def tools_hash(self) -> str:
-        return sha(canonical_bytes(self.doc.get("tools")))
+        return sha(canonical_bytes(regions(self.endpoint, self.doc)[1]))
 
     def settings_hash(self) -> str:
-        return sha(canonical_bytes({k: self.doc.get(k) for k in self._settings_keys()}))
-
-    def _system_part(self) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+        return sha(canonical_bytes(regions(self.endpoint, self.doc)[2]))
 
     def _settings_keys(self) -> tuple[str, ...]:
         return ("tool_choice",)
@@ -345,6 +344,30 @@ class ConversationView:
 
     def serialize(self) -> bytes:
         return dumps(self.doc)
+
+
+SYSTEM_ROLES = ("system", "developer")  # OpenAI Chat's leading instruction messages
+
+
+def regions(endpoint: str, doc: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(system, tools, settings) of a request: what sits before the history and breaks
+    the cache when it changes. One choice per format, for the views' hashes and for
+    the surgery stage's fast path (which has no view)."""
+    if endpoint == "messages":
+        system = doc.get("system")
+        if isinstance(system, str):  # a string is the one text block it stands for
+            system = [{"type": "text", "text": system}]
+        return system, doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "thinking")}
+    if endpoint == "chat":
+        lead = []
+        for m in doc.get("messages") or []:
+            if not (isinstance(m, dict) and m.get("role") in SYSTEM_ROLES):
+                break
+            lead.append(m)
+        settings = {k: doc.get(k) for k in ("tool_choice", "parallel_tool_calls", "reasoning_effort")}
+        return lead, [doc.get("tools"), doc.get("functions")], settings
+    settings = {k: doc.get(k) for k in ("tool_choice", "parallel_tool_calls", "reasoning")}
+    return doc.get("instructions"), doc.get("tools"), settings
 
 
 def view_for(endpoint: str, doc: Any, previous: ConversationView | None = None) -> ConversationView | None:

@@ -208,3 +208,20 @@ def test_openai_responses_view():
     assert jsoncodec.loads(v.serialize())["input"][3] == {"type": "function_call_output", "call_id": "call_1", "output": "[scalpel: x]"}
     assert v.system_hash() == before
     assert v.text_block_type == "input_text"
+
+
+def test_openai_regions_follow_what_breaks_their_cache():
+    """The views and the surgery stage share one choice of regions per format."""
+    from scalpel_desktop.wire.view import regions
+
+    chat = {"model": "gpt-5", "messages": [{"role": "system", "content": "be brief"},
+                                           {"role": "user", "content": "hi"}]}
+    v = view_for("chat", chat)
+    assert v.system_hash() != view_for("chat", {**chat, "messages": [
+        {"role": "system", "content": "be verbose"}, {"role": "user", "content": "hi"}]}).system_hash()
+    assert v.settings_hash() != view_for("chat", {**chat, "reasoning_effort": "high"}).settings_hash()
+    assert v.tools_hash() != view_for("chat", {**chat, "functions": [{"name": "f"}]}).tools_hash()
+    resp = {"model": "gpt-5", "instructions": "be brief", "input": [{"role": "user", "content": "hi"}]}
+    r = view_for("responses", resp)
+    assert r.settings_hash() != view_for("responses", {**resp, "reasoning": {"effort": "high"}}).settings_hash()
+    assert regions("chat", chat)[0] == [chat["messages"][0]]
