@@ -229,7 +229,8 @@ def check_breakpoints(ttls: Sequence[str]) -> None:
             seen_5m = True
         elif ttl == "1h" and seen_5m:
             raise CacheControlError(
-                "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block")
+                "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. "
+                "Note that blocks are processed in the following order: `tools`, `system`, `messages`.")
 
 
 def _prefix_sums(blocks: Sequence[Block]) -> list[int]:

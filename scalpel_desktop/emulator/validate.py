@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scalpel_desktop.accounting.cache_model import CACHE_TTLS, MAX_BREAKPOINTS
+from scalpel_desktop.accounting.cache_model import CACHE_TTLS, CacheControlError, check_breakpoints
 
 
 class ApiError(Exception):
@@ -69,15 +69,10 @@ def validate_messages_body(body: Any, *, count_tokens: bool = False) -> None:
     ordered = _tool_ttls(body.get("tools")) + _system_ttls(body.get("system")) + _message_ttls(messages)
     if top is not None:
         ordered.append(_ttl(top, "cache_control"))
-    if len(ordered) > MAX_BREAKPOINTS:
-        raise bad(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(ordered)}.")
-    seen_5m = False
-    for t in ordered:
-        if t == "5m":
-            seen_5m = True
-        elif seen_5m:
-            raise bad("a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. "
-                      "Note that blocks are processed in the following order: `tools`, `system`, `messages`.")
+    try:
+        check_breakpoints(ordered)  # the cache model's own rules: one definition
+    except CacheControlError as e:
+        raise bad(str(e)) from None
 
 
 def _ttl(cc: Any, where: str) -> str:
