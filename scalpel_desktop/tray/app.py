@@ -82,11 +82,11 @@ class TrayLink:
             except ControlError:
                 return None
             snap.setdefault("running", True)
-        if "saved_tokens_today" not in snap:
-            from scalpel_desktop.service.ledger_read import savings_since, start_of_today
+        # "Today" from one source, the ledger: the proxy's own counter restarts with it.
+        from scalpel_desktop.service.ledger_read import savings_since, start_of_today
 
-            tokens, usd, _ = savings_since(start_of_today())
-            snap["saved_tokens_today"], snap["saved_usd_today"] = tokens, usd
+        tokens, usd, requests = savings_since(start_of_today())
+        snap["saved_tokens_today"], snap["saved_usd_today"], snap["requests_today"] = tokens, usd, requests
         return snap
 
     def set_settings(self, values: dict[str, Any]) -> Any:

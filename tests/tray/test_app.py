@@ -126,3 +126,24 @@ def test_backend_choice_without_display(monkeypatch):
     monkeypatch.setattr(backend.sys, "platform", "linux")
     choice = backend.choose()
     assert choice.pystray is None and "no display" in choice.warning
+
+
+def test_todays_figures_all_come_from_the_ledger(own_runtime_link):
+    """Savings and the request count for 'today' share one source: after a proxy
+    restart its own counter starts again at zero, the ledger does not."""
+    import time as _time
+
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    w = LedgerWriter(dirs().database)
+    for i in range(3):
+        w.submit({"ts": _time.time(), "session": "s", "endpoint": "messages", "status": 200,
+                  "realized_tokens": 100 * (i + 1), "realized_usd": 0.01})
+    assert w.flush(timeout=30)
+    w.close()
+    link = own_runtime_link
+    assert link.attach_or_start() == "owned"
+    snap = link.status()
+    assert snap["requests_today"] == 3  # not the fresh proxy's 0
+    assert snap["saved_tokens_today"] == 600
