@@ -49,24 +49,13 @@ def _path(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     from scalpel_desktop.config import Config, ConfigError
 
+    from scalpel_desktop.cli.apply_setting import apply_setting
+
     try:
         cfg = Config.load()
         value = cfg.set(args.key, args.value)
-        cfg.save()
     except ConfigError as e:
         raise CliError(str(e)) from None
-    print(f"{args.key} = {json.dumps(value)}")
-    _notify_running_proxy(args.key, value)
+    where, _live = apply_setting(args.key, value, cfg)
+    print(f"{args.key} = {json.dumps(value)}    ({where})")
     return 0
-
-
-def _notify_running_proxy(key: str, value: object) -> None:
-    """A running proxy re-reads live settings; best effort, silent when none runs."""
-    try:
-        from scalpel_desktop.control_client import ControlClient  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    try:
-        ControlClient.discover().set_settings({key: value})
-    except Exception:  # noqa: BLE001 - no proxy running is fine
-        pass

@@ -11,6 +11,7 @@ import argparse
 import json
 
 from scalpel_desktop.cli import CliError
+from scalpel_desktop.cli.apply_setting import apply_setting
 
 POLICY_HELP = {
     "cold": "cut only where the prompt cache makes it free (default)",
@@ -57,41 +58,13 @@ def _setting(key: str, args: argparse.Namespace) -> int:
         value = cfg.set(key, args.value)
     except ConfigError as e:
         raise CliError(str(e)) from None
-    where, live = _apply(key, value, cfg)
+    where, live = apply_setting(key, value, cfg)
     changed = before != value
     verb = "changed" if changed else "unchanged"
     text = f"{key}: {json.dumps(before)} -> {json.dumps(value)} ({verb}; {where})"
     _print(args, {"key": key, "before": before, "value": value, "changed": changed, "where": where,
                   "live": live}, text)
     return 0
-
-
-def _apply(key: str, value: object, cfg: object) -> tuple[str, bool]:
-    """Through the running proxy (live + saved by it) when one runs, else the config file."""
-    try:
-        from scalpel_desktop.control_client import ControlClient, ProxyNotRunning
-    except ImportError:  # pragma: no cover - the control client ships with the proxy
-        ControlClient = None  # type: ignore[assignment]
-        ProxyNotRunning = Exception  # type: ignore[assignment,misc]
-    if ControlClient is not None:
-        try:
-            client = ControlClient.discover()
-        except ProxyNotRunning:
-            client = None
-        except Exception:  # noqa: BLE001 - a stale runtime file: fall back to the file
-            client = None
-        if client is not None:
-            try:
-                client.set_settings({key: value})
-                port = getattr(client, "port", None)
-                return (f"applied live by the running proxy{f' on port {port}' if port else ''} and saved"), True
-            except Exception as e:  # noqa: BLE001
-                raise CliError(f"the running proxy refused {key}={value!r}: {e}") from None
-    try:
-        cfg.save()  # type: ignore[attr-defined]
-    except OSError as e:
-        raise CliError(f"cannot write {cfg.path}: {e}") from None  # type: ignore[attr-defined]
-    return f"saved to {cfg.path}; no proxy running", False  # type: ignore[attr-defined]
 
 
 def _print(args: argparse.Namespace, data: dict, text: str) -> None:

@@ -46,3 +46,23 @@ def test_policy_through_the_running_proxy(capsys):
         assert Config.load().get("policy") == "off"  # and saved
     finally:
         rt.stop()
+
+
+def test_config_set_goes_through_the_running_proxy(capsys):
+    """Like `scalpel tier`: the proxy applies and saves it, so its next save cannot undo it."""
+    from scalpel_desktop.cli import main
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.runtime import Runtime
+
+    rt = Runtime(port=0).start()
+    try:
+        assert main(["config", "set", "keep_recent", "7"]) == 0
+        assert "applied live by the running proxy" in capsys.readouterr().out
+        assert rt.setting("keep_recent") == 7
+        rt.set_settings({"tier": 1})  # the proxy rewrites the file from its own copy
+        assert Config.load()["keep_recent"] == 7
+    finally:
+        rt.stop()
+    assert main(["config", "set", "keep_recent", "4"]) == 0
+    assert "no proxy running" in capsys.readouterr().out
+    assert Config.load()["keep_recent"] == 4
