@@ -19,7 +19,7 @@ os.environ["HOME"] = tempfile.mkdtemp(prefix="scalpel-bench-home-")
 
 from scalpel_desktop.store import db  # noqa: E402
 from scalpel_desktop.store.spill import SpillStore  # noqa: E402
-from scalpel_desktop.surgery.cutlog import CutLog  # noqa: E402
+from scalpel_desktop.store.cutlog import CutLog  # noqa: E402
 from scalpel_desktop.surgery.doom import find_doom_spans  # noqa: E402
 from scalpel_desktop.surgery.surgeon import Surgeon  # noqa: E402
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402

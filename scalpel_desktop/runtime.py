@@ -30,6 +30,7 @@ from scalpel_desktop import __version__, clock
 from scalpel_desktop.config import KEYS, Config, ConfigError, write_json_atomic
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
+from scalpel_desktop.store.ledger_queries import today_savings_or_zero
 
 log = logging.getLogger("scalpel.runtime")
 
@@ -313,6 +314,10 @@ class Runtime:
         ledger = self._ledger
         if ledger is not None and hasattr(ledger, "enabled"):
             snap["recording"] = bool(ledger.enabled)
+        # "Today" from the ledger, since local midnight (the counters above restart with the process).
+        today = today_savings_or_zero(getattr(ledger, "path", None) or dirs().database, now)
+        snap["requests_today"], snap["saved_tokens_today"], snap["saved_usd_today"] = (
+            today.requests, today.tokens, today.usd)
         return snap
 
 

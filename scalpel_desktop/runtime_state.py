@@ -5,19 +5,18 @@
   a stale lock; its content names the pid and port holding it.
 - ``read_holder``: where the running one is (runtime file, else lock file).
 - ``ensure_token``: the per-install control token, created 0600 on first use.
-- ``Stats``: request counters the proxy thread updates and any thread reads.
+- ``Stats``: request counters the proxy thread updates and any thread reads
+  (since the process started; "today" comes from the ledger, see ``Runtime.status``).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import secrets
 import threading
 from typing import Any
 
-from scalpel_desktop import clock
 from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.paths import dirs
 
@@ -99,16 +98,10 @@ class Stats:
         self.tokens_in = 0
         self.tokens_out = 0
         self.last_error = ""
-        self._day = ""
-        self.requests_today = 0
 
     def record(self, finished: Any) -> None:
-        day = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
         with self._lock:
             self.requests += 1
-            if day != self._day:
-                self._day, self.requests_today = day, 0
-            self.requests_today += 1
             if finished.piped:
                 self.api_requests += 1
             if finished.error or finished.status >= 400 or finished.status == 0:
@@ -119,13 +112,11 @@ class Stats:
                 self.tokens_out += finished.usage.output_tokens
 
     def snapshot(self) -> dict[str, Any]:
-        today = _dt.datetime.fromtimestamp(clock.now()).strftime("%Y-%m-%d")
         with self._lock:
             return {
                 "requests": self.requests,
                 "api_requests": self.api_requests,
                 "errors": self.errors,
-                "requests_today": self.requests_today if today == self._day else 0,
                 "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out,
                 "last_error": self.last_error,

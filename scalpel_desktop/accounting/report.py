@@ -1,6 +1,8 @@
 """Aggregations over the ledger: what was sent, what it cost, what was saved.
 
-Pure over a sqlite3 connection (the CLI, tray and dashboard all call it).
+Pure over a sqlite3 connection: the rows come from the ledger reader's
+``report_rows`` (``store/ledger_queries.py``), the sums are made here
+(``scalpel report`` and the dashboard's savings tab call it).
 Tokens are summed by billing tier from the provider's usage counts; cost is
 each row's usage priced at its model's rates (so mixed-model groups are priced
 correctly, long-context premiums included), with the price table's ``as_of``.
@@ -26,6 +28,7 @@ from typing import Any
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.store.ledger_queries import report_rows
 
 BY_CHOICES = ("day", "session", "model")
 TIER_COLUMNS = {
@@ -140,14 +143,6 @@ class Totals:
         }
 
 
-_COLUMNS = ("ts, model, status, body_bytes, sent_bytes, input_tokens, cache_write_5m, cache_write_1h, cache_read, "
-            "output_tokens, decision, tokens_removed, realized_tokens, realized_usd, error")
-
-
-def has_ledger(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='requests'").fetchone() is not None
-
-
 def build_report(
     conn: sqlite3.Connection,
     *,
@@ -160,22 +155,10 @@ def build_report(
     if by is not None and by not in BY_CHOICES:
         raise ReportError(f"--by {by!r}: one of {', '.join(BY_CHOICES)}")
     prices = prices or PriceTable.load()
-    group_col = {"day": "ts", "session": "session", "model": "model", None: "NULL"}[by]
-    where, params = [], []
-    if since is not None:
-        where.append("ts >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("ts < ?")
-        params.append(until)
-    sql = f"SELECT {group_col}, {_COLUMNS} FROM requests"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY ts, id"
     total = Totals()
     groups: dict[Any, Totals] = {}
     assumed: dict[str, str] = {}
-    for r in conn.execute(sql, params):
+    for r in report_rows(conn, since=since, until=until, group=by):
         row = tuple(r)
         total.add(row[1:], prices, assumed)
         if by is not None:
@@ -202,31 +185,3 @@ def build_report(
 
 def _day(ts: float | None) -> str:
     return "(none)" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
-
-
-def local_midnight(now: float | None = None) -> float:
-    now = time.time() if now is None else now
-    d = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    return d.timestamp()
-
-
-def today_summary(conn: sqlite3.Connection, *, now: float | None = None, prices: PriceTable | None = None
-                  ) -> dict[str, Any]:
-    """For the tray and status line: requests today (local day), tokens and dollars saved
-    today (realized), plus the projected figure, labelled as such."""
-    empty = {"requests": 0, "tokens_saved": 0, "usd_saved": 0.0, "projected_tokens": 0,
-             "cost_usd": 0.0, "cache_share": None, "since": local_midnight(now)}
-    if not has_ledger(conn):
-        return empty
-    start = local_midnight(now)
-    rep = build_report(conn, since=start, until=local_midnight(start + 36 * 3600), prices=prices)
-    t = rep["total"]
-    return {
-        "requests": t["requests"],
-        "tokens_saved": t["realized"]["tokens"],  # realized
-        "usd_saved": t["realized"]["usd"],  # realized
-        "projected_tokens": t["projected"]["tokens"],  # projected (estimate)
-        "cost_usd": t["cost_usd"],
-        "cache_share": t["cache_share"],
-        "since": start,
-    }

@@ -97,7 +97,7 @@ class StageDriver:
         from scalpel_desktop.pipeline.surgery_stage import SurgeryStage
         from scalpel_desktop.store.db import connect
         from scalpel_desktop.store.spill import SpillStore
-        from scalpel_desktop.surgery.cutlog import CutLog
+        from scalpel_desktop.store.cutlog import CutLog
         from scalpel_desktop.surgery.economist import Economist
 
         self.seq = seq

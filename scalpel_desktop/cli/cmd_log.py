@@ -27,26 +27,24 @@ def _records(session: str | None, limit: int):
     import sqlite3
 
     from scalpel_desktop.paths import dirs
-    from scalpel_desktop.store import db
-    from scalpel_desktop.surgery.cutlog import CutLog
+    from scalpel_desktop.store.ledger_queries import cut_entries, cut_sessions, open_readonly
 
-    if not dirs().database.exists():
-        return []
     try:
-        conn = db.connect(readonly=True)
+        conn = open_readonly()
     except sqlite3.Error as e:
         raise CliError(f"cannot open {dirs().database}: {e}") from None
+    if conn is None:
+        return []
     try:
-        log = CutLog(conn)
         if session is None:
-            return log.recent(limit)
-        recs = log.for_session(session, limit)
+            return cut_entries(conn, limit=limit)
+        recs = cut_entries(conn, session=session, limit=limit)
         if recs:
             return recs
-        like = conn.execute("SELECT DISTINCT session FROM cuts WHERE session LIKE ? LIMIT 3", (session + "%",)).fetchall()
+        like = cut_sessions(conn, session, limit=3)
         if len(like) > 1:
             raise CliError(f"session prefix {session!r} is ambiguous")
-        return log.for_session(like[0][0], limit) if like else []
+        return cut_entries(conn, session=like[0], limit=limit) if like else []
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             return []

@@ -38,9 +38,9 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from scalpel_desktop.accounting.prices import PriceTable
-    from scalpel_desktop.accounting.report import ReportError, build_report, has_ledger, parse_since
+    from scalpel_desktop.accounting.report import ReportError, build_report, parse_since
     from scalpel_desktop.paths import dirs, home_relative
-    from scalpel_desktop.store.ledger import open_readonly
+    from scalpel_desktop.store.ledger_queries import has_requests, open_readonly
 
     path = Path(args.db) if args.db else dirs().database
     try:
@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
             return _empty(args, f"no ledger yet at {home_relative(path)}: "
                                 "run the proxy (scalpel start) and send requests through it")
         try:
-            if not has_ledger(conn):
+            if not has_requests(conn):
                 return _empty(args, f"{home_relative(path)} holds no ledger table yet: run the proxy (scalpel start) first")
             rep = build_report(conn, since=since, by=args.by, prices=PriceTable.load())
         finally:

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "status",
         help="Show whether the proxy runs, and its counts.",
-        description="Show whether the proxy is running: port, pid, uptime, requests, tokens, errors. "
+        description="Show whether the proxy is running: port, pid, uptime, requests, tokens, errors, "
+        "and today's realized saving (the ledger's, since local midnight). "
         f"Exit status 0 when running, {NOT_RUNNING_STATUS} when not.",
     )
     s.add_argument("--json", action="store_true", help="Machine-readable output (running, port, pid, requests, ...).")
@@ -169,12 +170,17 @@ def _uptime(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
+def saved_today(st: dict) -> str:
+    """Today's realized saving from a status snapshot (the ledger's, since local midnight)."""
+    return f"{int(st.get('saved_tokens_today') or 0):,} tokens (${float(st.get('saved_usd_today') or 0.0):,.2f})"
+
+
 def status_line(st: dict) -> str:
     state = st.get("state", "?")
     return (
         f"{state} · up {_uptime(st.get('uptime_s') or 0)} · requests {st.get('requests', 0)}"
         f" · tokens in {_tokens(st.get('tokens_in', 0))} out {_tokens(st.get('tokens_out', 0))}"
-        f" · errors {st.get('errors', 0)}"
+        f" · errors {st.get('errors', 0)} · saved today {saved_today(st)}"
     )
 
 
@@ -206,8 +212,9 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(f"scalpel is running on http://127.0.0.1:{st.get('port')} (pid {st.get('pid')}), up {_uptime(st.get('uptime_s') or 0)}")
     print(f"  state     {st.get('state')}   tier {st.get('tier')}   policy {st.get('policy')}   tool filter {'on' if st.get('tool_filter') else 'off'}")
-    print(f"  requests  {st.get('requests', 0)} ({st.get('requests_today', 0)} today), errors {st.get('errors', 0)}")
+    print(f"  requests  {st.get('requests', 0)} since start ({st.get('requests_today', 0):,} today), errors {st.get('errors', 0)}")
     print(f"  tokens    in {_tokens(st.get('tokens_in', 0))}, out {_tokens(st.get('tokens_out', 0))}")
+    print(f"  saved     {saved_today(st)} today (since local midnight)")
     if st.get("last_error"):
         print(f"  last error: {st['last_error']}")
     if st.get("recording") is False:

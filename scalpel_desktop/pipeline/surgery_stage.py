@@ -376,7 +376,7 @@ def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
                         prices: Any = None) -> SurgeryStage:
     """The stage as the proxy runs it: the ledger DB's surgery log, the spill dir."""
     from scalpel_desktop.store.spill import SpillStore
-    from scalpel_desktop.surgery.cutlog import CutLog
+    from scalpel_desktop.store.cutlog import CutLog
 
     if db_conn is None:
         from scalpel_desktop.store.db import connect

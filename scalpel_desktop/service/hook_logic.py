@@ -129,22 +129,10 @@ def _maybe_cut(tool_use_id: object) -> bool:
     """True unless the surgery log proves the earlier read was NOT cut (uncertain -> True)."""
     if not isinstance(tool_use_id, str) or not tool_use_id:
         return True
-    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger_queries import cut_exists, with_ledger
 
-    db = dirs().database
-    if not db.exists():
-        return True
-    import sqlite3
-
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
-        try:
-            row = conn.execute("SELECT 1 FROM cuts WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return True  # no surgery log (table missing, locked, unreadable): uncertain
-    return row is not None
+    # No ledger, no surgery log table, locked or unreadable: uncertain.
+    return with_ledger(True, cut_exists, tool_use_id)
 
 
 def deny_reason(path: str) -> str:

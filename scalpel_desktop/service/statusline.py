@@ -5,12 +5,14 @@ Input: the session JSON Claude Code 2.1.x writes to the command's stdin
 ``context_window.context_window_size``, ...; a captured example is in
 ``tests/service/fixtures/statusline-after-turns.json``). Output, e.g.::
 
-    ctx 15.3k/1M (2%) · cache 99% · scalpel saved 12.4k tok ($0.05)
+    ctx 15.3k/1M (2%) · cache 99% · scalpel saved 12,400 tok ($0.05) · today 48,210 tok ($0.21)
 
 Context size and cache share come from Claude Code's own figures of the last
-response (what the API billed, after any cut); when absent, from the ledger.
-"Saved" is the realized saving the ledger recorded for this session. Stdlib
-only (sqlite3), well under 50 ms, never raises.
+response (what the API billed, after any cut); when absent, from the ledger's
+usage counts. "Saved" is the realized saving the ledger recorded for this
+session, "today" every session's since local midnight: both from the ledger
+reader (``store/ledger_queries.py``), the same query as the tray's and the
+dashboard's. Stdlib only (sqlite3), well under 50 ms, never raises.
 """
 
 from __future__ import annotations
@@ -43,19 +45,26 @@ def context_figures(payload: dict) -> tuple[int | None, int | None, int | None]:
     return (total or None), window, read
 
 
+def _ledger_figures(conn, session: str):
+    from scalpel_desktop.store.ledger_queries import session_figures, today_savings
+
+    return session_figures(conn, session), today_savings(conn)
+
+
 def render(payload: dict) -> str:
     parts: list[str] = []
     ctx, window, read = context_figures(payload)
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
-    figures = None
-    try:
-        from scalpel_desktop.service.ledger_read import session_figures
+    figures = today = None
+    if session:
+        try:
+            from scalpel_desktop.store.ledger_queries import with_ledger
 
-        figures = session_figures(session) if session else None
-    except Exception:  # noqa: BLE001
-        figures = None
-    if ctx is None and figures is not None and figures.context_tokens:
-        ctx, read = figures.context_tokens, figures.cache_read
+            figures, today = with_ledger((None, None), _ledger_figures, session)
+        except Exception:  # noqa: BLE001
+            figures = today = None
+    if ctx is None and figures is not None and figures.context_source == "usage" and figures.context_tokens:
+        ctx, read = figures.context_tokens, figures.context_cache_read
     if ctx:
         if window:
             parts.append(f"ctx {_tokens(ctx)}/{_tokens(window)} ({round(100 * ctx / window)}%)")
@@ -66,7 +75,9 @@ def render(payload: dict) -> str:
     else:
         parts.append("ctx -")
     if figures is not None and figures.requests:
-        parts.append(f"scalpel saved {_tokens(figures.saved_tokens)} tok (${figures.saved_usd:.2f})")
+        parts.append(f"scalpel saved {figures.realized_tokens:,} tok (${figures.realized_usd:,.2f})")
+        if today is not None:
+            parts.append(f"today {today.tokens:,} tok (${today.usd:,.2f})")
     else:
         parts.append("scalpel: not routed")
     return " · ".join(parts)

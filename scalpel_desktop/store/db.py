@@ -76,13 +76,10 @@ def split_sql(script: str) -> list[str]:
     return statements
 
 
-def connect(path: Path | None = None, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open (and migrate, unless read-only) the ledger database."""
+def connect(path: Path | None = None) -> sqlite3.Connection:
+    """Open (creating and migrating it when needed) the ledger database for writing.
+    Readers use ``ledger_queries.open_readonly``."""
     path = Path(path or dirs().database)
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        return conn
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=5, check_same_thread=False)
     conn.row_factory = sqlite3.Row

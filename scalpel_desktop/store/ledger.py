@@ -258,19 +258,6 @@ def _scalar(v: Any) -> Any:
     return None
 
 
-def open_readonly(path: Path | str | None = None) -> sqlite3.Connection | None:
-    """A read-only connection to the ledger for reports (tray, dashboard, CLI), or None
-    when no ledger file exists yet. Never creates or migrates anything."""
-    if path is None:
-        from scalpel_desktop.paths import dirs
-
-        path = dirs().database
-    path = Path(path)
-    if not path.exists():
-        return None
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5, check_same_thread=False)
-
-
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0)
 
 

@@ -173,6 +173,17 @@ class ToolStore:
                 rows,
             )
 
+    def version(self) -> tuple:
+        """Changes whenever the inventory or the removal list changes (the dashboard
+        re-reads only then); () before the tools tables exist."""
+        with self.lock:
+            have = {r[0] for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('tool_removal_history','tool_sessions')")}
+            if len(have) < 2:
+                return ()
+            return (self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_removal_history").fetchone()[0],
+                    self.conn.execute("SELECT COUNT(*), MAX(last_seen) FROM tool_sessions").fetchone())
+
     def query(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.lock:
             return self.conn.execute(sql, args).fetchall()

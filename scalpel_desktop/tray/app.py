@@ -82,11 +82,8 @@ class TrayLink:
             except ControlError:
                 return None
             snap.setdefault("running", True)
-        # "Today" from one source, the ledger: the proxy's own counter restarts with it.
-        from scalpel_desktop.service.ledger_read import savings_since, start_of_today
-
-        tokens, usd, requests = savings_since(start_of_today())
-        snap["saved_tokens_today"], snap["saved_usd_today"], snap["requests_today"] = tokens, usd, requests
+        # "Today" (requests_today, saved_*_today) is in the snapshot: the proxy's status reads it
+        # from the ledger since local midnight (store.ledger_queries.today_savings).
         return snap
 
     def set_settings(self, values: dict[str, Any]) -> Any:

@@ -46,24 +46,17 @@ class TrayState:
         if not self.running:
             return "scalpel: proxy off" if self.icon != "error" else "scalpel: proxy not answering"
         what = "paused (pass-through)" if self.paused else "active"
-        return f"scalpel {what} on :{self.port} - saved {_tokens(self.saved_tokens_today)} tokens today"
+        return f"scalpel {what} on :{self.port} - saved {self.saved_today()} today"
+
+    def saved_today(self) -> str:
+        """Today's realized saving, e.g. ``12,345 tokens ($0.05)``."""
+        return f"{self.saved_tokens_today:,} tokens (${self.saved_usd_today:,.2f})"
 
     def tooltip(self) -> str:
         if not self.running:
             return "scalpel-desktop: proxy off"
         what = "paused" if self.paused else "active"
-        return (
-            f"scalpel-desktop ({what}): saved {_tokens(self.saved_tokens_today)} tokens "
-            f"(${self.saved_usd_today:.2f}) today, {self.requests_today} requests"
-        )
-
-
-def _tokens(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1000:.0f}k"
-    return str(n)
+        return f"scalpel-desktop ({what}): saved {self.saved_today()} today, {self.requests_today:,} requests"
 
 
 @dataclass(frozen=True)

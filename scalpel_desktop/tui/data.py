@@ -1,9 +1,10 @@
 """Everything the dashboard reads from the ledger, as plain dataclasses.
 
-All of the dashboard's SQL lives here (widgets never query). Every function
-takes a read-only connection and the current time, so the app runs them in
-thread workers and tests call them with a frozen clock. Nothing here imports
-Textual or talks to the proxy.
+Every figure comes from the ledger reader's named queries
+(``store/ledger_queries.py``): no SQL here, and none in the widgets. Every
+function takes a read-only connection and the current time, so the app runs
+them in thread workers and tests call them with a frozen clock. Nothing here
+imports Textual or talks to the proxy.
 
 Definitions the screens rely on (docs/dashboard.md repeats them):
 
@@ -16,9 +17,11 @@ Definitions the screens rely on (docs/dashboard.md repeats them):
 * *cache share* is cache reads / prompt tokens over the session's last 10
   requests that carried usage counts (sub-agents included);
 * *turns* are the main agent's requests (sub-agent requests counted apart);
-* savings windows are local calendar days: today, the last 7 days (today
-  included) and the last 30 days. Realized figures come from the ledger's
-  ``realized_*`` columns only; projected estimates are kept apart.
+* savings windows are local calendar days (``clock.day_starts``): today, the
+  last 7 days (today included) and the last 30 days. Realized figures come
+  from the ledger's ``realized_*`` columns only; projected estimates are kept
+  apart. "Saved today" on the sessions tab is ``ledger_queries.today_savings``,
+  the same query as the tray's, the statusline's and ``scalpel status``'s.
 
 The tool inventory is read through the tools package's own readers
 (``tui/inventory.py``), which hold that SQL.
@@ -30,20 +33,20 @@ import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop import clock
 from scalpel_desktop.accounting.windows import context_window
+from scalpel_desktop.store import ledger_queries as q
+from scalpel_desktop.store.ledger_queries import CONVERSATION_ENDPOINTS, tables  # noqa: F401 - re-exported
 
 LISTED_S = 24 * 3600.0
 ACTIVE_S = 300.0
 RECENT_USAGE = 10
 MAX_SESSIONS = 50
 MAX_LOG_ROWS = 200
-CONVERSATION_ENDPOINTS = ("messages", "chat", "responses")
-_ENDPOINTS_SQL = "(" + ",".join(f"'{e}'" for e in CONVERSATION_ENDPOINTS) + ")"
-_MAIN = "(agent IS NULL OR agent = '')"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -52,13 +55,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 def open_ledger(path: Path | str | None = None) -> sqlite3.Connection | None:
     """A read-only connection to the ledger, or None when no ledger file exists yet."""
-    from scalpel_desktop.store.ledger import open_readonly
-
-    return open_readonly(path)
-
-
-def tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return q.open_readonly(path)
 
 
 @dataclass(frozen=True)
@@ -70,14 +67,10 @@ class LedgerVersion:
 
 
 def ledger_version(conn: sqlite3.Connection) -> LedgerVersion:
-    have = tables(conn)
-    req = conn.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()[0] if "requests" in have else 0
-    cuts = tuple(conn.execute("SELECT COUNT(*), MAX(created_at) FROM cuts").fetchone()) if "cuts" in have else ()
-    tools: tuple = ()
-    if "tool_removal_history" in have:
-        tools = (conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_removal_history").fetchone()[0],
-                 conn.execute("SELECT COUNT(*), MAX(last_seen) FROM tool_sessions").fetchone())
-    return LedgerVersion(int(req or 0), cuts, tools)
+    from scalpel_desktop.tools.store import ToolStore
+
+    requests, cuts = q.ledger_version(conn)
+    return LedgerVersion(requests, cuts, ToolStore(conn).version())
 
 
 # -- live sessions -----------------------------------------------------------------
@@ -113,7 +106,9 @@ class SessionRow:
 class SessionsData:
     now: float
     rows: list[SessionRow] = field(default_factory=list)
-    requests_today: int = 0
+    requests_today: int = 0  # these three: ledger_queries.today_savings (since local midnight)
+    saved_tokens_today: int = 0
+    saved_usd_today: float = 0.0
     missing: str = ""  # why there is nothing to show (no ledger yet, ...)
 
     @property
@@ -122,54 +117,21 @@ class SessionsData:
 
 
 def load_sessions(conn: sqlite3.Connection, now: float) -> SessionsData:
-    if "requests" not in tables(conn):
+    if not q.has_requests(conn):
         return SessionsData(now, missing="the ledger has no requests table yet")
-    today = conn.execute("SELECT COUNT(*) FROM requests WHERE ts >= ? AND ts <= ?",
-                         (local_midnight(now), now)).fetchone()[0]
-    listed = conn.execute(
-        f"""SELECT session, MAX(ts) FROM requests
-            WHERE ts >= ? AND ts <= ? AND session IS NOT NULL AND session != '' AND endpoint IN {_ENDPOINTS_SQL}
-            GROUP BY session ORDER BY MAX(ts) DESC LIMIT ?""",
-        (now - LISTED_S, now, MAX_SESSIONS)).fetchall()
-    rows = [_session_row(conn, session, now) for session, _last in listed]
-    return SessionsData(now, rows, int(today))
+    today = q.today_savings(conn, now)
+    listed = q.recent_sessions(conn, now - LISTED_S, now, MAX_SESSIONS)
+    rows = [_session_row(f, now) for f in (q.session_figures(conn, s, now, RECENT_USAGE) for s in listed) if f]
+    return SessionsData(now, rows, today.requests, today.tokens, today.usd)
 
 
-def _session_row(conn: sqlite3.Connection, session: str, now: float) -> SessionRow:
-    where = f"session = ? AND ts <= ? AND endpoint IN {_ENDPOINTS_SQL}"
-    turns, sub, last_ts, r_tok, r_usd = conn.execute(
-        f"""SELECT SUM(CASE WHEN {_MAIN} THEN 1 ELSE 0 END), SUM(CASE WHEN {_MAIN} THEN 0 ELSE 1 END),
-                   MAX(ts), COALESCE(SUM(realized_tokens), 0), COALESCE(SUM(realized_usd), 0.0)
-            FROM requests WHERE {where}""", (session, now)).fetchone()
-    latest = conn.execute(
-        f"""SELECT model, input_tokens, cache_write_5m, cache_write_1h, cache_read, est_tokens_after,
-                   est_tokens_before
-            FROM requests WHERE {where}
-            ORDER BY (CASE WHEN {_MAIN} THEN 0 ELSE 1 END), ts DESC, id DESC LIMIT 1""",
-        (session, now)).fetchone()
-    model, i, w5, w1, cr, est_after, est_before = latest
-    if any(v is not None for v in (i, w5, w1, cr)):
-        context, source = (i or 0) + (w5 or 0) + (w1 or 0) + (cr or 0), "usage"
-    elif est_after is not None or est_before is not None:
-        context, source = int(est_after if est_after is not None else est_before), "estimate"
-    else:
-        context, source = None, ""
-    recent = conn.execute(
-        f"""SELECT COALESCE(input_tokens, 0) + COALESCE(cache_write_5m, 0) + COALESCE(cache_write_1h, 0)
-                     + COALESCE(cache_read, 0), COALESCE(cache_read, 0)
-            FROM requests WHERE {where} AND (input_tokens IS NOT NULL OR cache_read IS NOT NULL)
-            ORDER BY ts DESC, id DESC LIMIT ?""", (session, now, RECENT_USAGE)).fetchall()
-    prompt = sum(r[0] for r in recent)
-    cache_share = (sum(r[1] for r in recent) / prompt) if prompt else None
-    decision, reason = conn.execute(
-        f"SELECT decision, reason FROM requests WHERE {where} ORDER BY ts DESC, id DESC LIMIT 1",
-        (session, now)).fetchone()
+def _session_row(f: q.SessionFigures, now: float) -> SessionRow:
     return SessionRow(
-        session=session, model=model or "", context_tokens=context, context_source=source,
-        window=context_window(model), cache_share=cache_share, cache_requests=len(recent),
-        turns=int(turns or 0), subagent_requests=int(sub or 0), last_ts=float(last_ts),
-        last_decision=decision or "", last_reason=reason or "", realized_tokens=int(r_tok or 0),
-        realized_usd=float(r_usd or 0.0), active=now - float(last_ts) < ACTIVE_S,
+        session=f.session, model=f.model, context_tokens=f.context_tokens, context_source=f.context_source,
+        window=context_window(f.model), cache_share=f.cache_share, cache_requests=f.cache_requests,
+        turns=f.turns, subagent_requests=f.subagent_requests, last_ts=f.last_ts,
+        last_decision=f.last_decision, last_reason=f.last_reason, realized_tokens=f.realized_tokens,
+        realized_usd=f.realized_usd, active=now - f.last_ts < ACTIVE_S,
     )
 
 
@@ -221,12 +183,11 @@ PERIODS = (("Today", 1), ("7 days", 7), ("30 days", 30))
 
 def day_starts(now: float, days: int) -> list[float]:
     """Local midnights of the last ``days`` days, oldest first (today's last)."""
-    today = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    return [(today - timedelta(days=k)).timestamp() for k in range(days - 1, -1, -1)]
+    return clock.day_starts(now, days)
 
 
 def local_midnight(now: float) -> float:
-    return day_starts(now, 1)[0]
+    return clock.start_of_today(now)
 
 
 def load_savings(conn: sqlite3.Connection, now: float, prices: Any = None) -> SavingsData:
@@ -234,7 +195,7 @@ def load_savings(conn: sqlite3.Connection, now: float, prices: Any = None) -> Sa
     from scalpel_desktop.accounting.report import build_report
 
     starts = day_starts(now, 30)
-    if "requests" not in tables(conn):
+    if not q.has_requests(conn):
         return SavingsData(now, missing="the ledger has no requests table yet")
     prices = prices or PriceTable.load()
     rep = build_report(conn, since=starts[0], until=now + 1e-6, by="day", prices=prices)
@@ -312,32 +273,21 @@ def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: b
     have = tables(conn)
     if "requests" not in have:
         return DecisionsData(now, missing="the ledger has no requests table yet")
-    cond = "ts <= ?" + ("" if include_unchanged else " AND COALESCE(decision, 'unchanged') != 'unchanged'")
     decisions = [
         DecisionRow(int(r[0]), float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5] or "unknown", r[6] or "",
                     int(r[7] or 0), r[8], r[9], r[10])
-        for r in conn.execute(
-            f"""SELECT id, ts, session, agent, model, decision, reason, tokens_removed, realized_tokens,
-                       realized_usd, status
-                FROM requests WHERE {cond} ORDER BY ts DESC, id DESC LIMIT ?""", (now, limit))
+        for r in q.decision_rows(conn, now, include_unchanged=include_unchanged, limit=limit)
     ]
-    counts = {(d or "unknown"): int(n) for d, n in conn.execute(
-        "SELECT decision, COUNT(*) FROM requests WHERE ts <= ? GROUP BY decision", (now,))}
+    counts = q.decision_counts(conn, now)
     cuts: list[CutRow] = []
     if "cuts" in have:
         from scalpel_desktop.store.spill import SpillStore
 
-        join = ("LEFT JOIN tool_calls t ON t.session = c.session AND t.tool_use_id = c.tool_use_id"
-                if "tool_calls" in have else "")
-        tool, spill = ("t.name" if join else "NULL"), SpillStore(spill_dir)
-        for r in conn.execute(
-                f"""SELECT c.tool_use_id, c.created_at, c.session, c.agent, {tool}, c.kind, c.tokens,
-                           c.original_sha256
-                    FROM cuts c {join} WHERE c.created_at <= ?
-                    ORDER BY c.created_at DESC, c.tool_use_id LIMIT ?""", (now, limit)):
-            path = spill.path(r[7]) if _HEX64.fullmatch(r[7] or "") else None
-            cuts.append(CutRow(r[0], float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5], int(r[6]), r[7] or "",
-                               str(path) if path else "", _size(path)))
+        spill = SpillStore(spill_dir)
+        for c in q.cut_entries(conn, until=now, limit=limit):
+            path = spill.path(c.original_sha256) if _HEX64.fullmatch(c.original_sha256 or "") else None
+            cuts.append(CutRow(c.tool_use_id, c.created_at, c.session, c.agent, c.tool, c.kind, c.tokens,
+                               c.original_sha256 or "", str(path) if path else "", _size(path)))
     return DecisionsData(now, decisions, cuts, counts, include_unchanged)
 
 

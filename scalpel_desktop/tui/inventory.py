@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from scalpel_desktop.tui.data import tables
+from scalpel_desktop.store.ledger_queries import tables
 
 @dataclass(frozen=True)
 class ToolRow:

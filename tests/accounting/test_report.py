@@ -7,8 +7,7 @@ from datetime import datetime
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.accounting.report import (
-    ReportError, build_report, local_midnight, parse_since, today_summary)
+from scalpel_desktop.accounting.report import ReportError, build_report, parse_since
 from scalpel_desktop.store import db
 
 M = 1_000_000
@@ -153,22 +152,6 @@ def test_a_hand_computed_row(conn):
 def test_empty_ledger(conn):
     rep = build_report(conn, by="day", prices=PriceTable.builtin())
     assert rep["total"]["requests"] == 0 and rep["groups"] == [] and rep["total"]["cache_share"] is None
-
-
-def test_today_summary(conn):
-    rows = seed(conn)
-    start = local_midnight(NOW)
-    today = [r for r in rows if r["ts"] >= start]
-    s = today_summary(conn, now=NOW, prices=PriceTable.builtin())
-    assert s["requests"] == len(today) > 0
-    assert s["tokens_saved"] == sum(r["realized_tokens"] or 0 for r in today)
-    assert s["usd_saved"] == pytest.approx(sum(r["realized_usd"] or 0 for r in today))
-    assert s["projected_tokens"] == sum(r["tokens_removed"] for r in today)
-
-
-def test_today_summary_without_a_table():
-    c = sqlite3.connect(":memory:")
-    assert today_summary(c)["requests"] == 0
 
 
 @pytest.mark.parametrize("text, back", [("24h", 86400), ("7d", 7 * 86400), ("30m", 1800), ("2w", 14 * 86400)])

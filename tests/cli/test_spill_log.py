@@ -13,7 +13,7 @@ import pytest
 from scalpel_desktop.cli import main
 from scalpel_desktop.store import db
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text

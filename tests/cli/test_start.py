@@ -91,3 +91,78 @@ def test_sigterm_stops_cleanly():
 def test_bad_port_setting_is_a_clear_error():
     out = scalpel("start", "--port", "70000")
     assert out.returncode == 1 and "port" in out.stderr and "70000" in out.stderr
+
+
+def _seed_today_and_yesterday() -> None:
+    """Through the real writer: two rows today, one yesterday (left out of "today")."""
+    from scalpel_desktop import clock
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    now = clock.now()
+    w = LedgerWriter(dirs().database)
+    for ts, tokens, usd in ((now - 5, 12_000, 0.036), (now - 1, 345, 0.0011),
+                            (clock.start_of_today(now) - 1, 900_000, 2.7)):
+        assert w.submit({"ts": ts, "session": "s", "endpoint": "messages", "status": 200,
+                         "realized_tokens": tokens, "realized_usd": usd})
+    assert w.flush(30)
+    w.close()
+
+
+def _todays_figure() -> tuple[str, int]:
+    from scalpel_desktop.store.ledger_queries import today_savings_or_zero
+
+    today = today_savings_or_zero()
+    assert (today.tokens, today.requests) == (12_345, 2)
+    return f"{today.tokens:,} tokens (${today.usd:,.2f})", today.requests
+
+
+def test_status_counts_today_from_local_midnight_via_the_ledger(capsys):
+    """A fresh proxy has served nothing, yet ``status`` shows the ledger's today, like the tray."""
+    from scalpel_desktop.cli import main
+    from scalpel_desktop.cli.cmd_start import status_line
+    from scalpel_desktop.runtime import Runtime
+
+    _seed_today_and_yesterday()
+    figure, requests = _todays_figure()
+    assert figure == "12,345 tokens ($0.04)"
+    rt = Runtime(port=0).start()
+    try:
+        assert status_line(rt.status()).endswith(f" · saved today {figure}")
+        assert main(["status"]) == 0
+        out = capsys.readouterr().out
+        assert f"requests  0 since start ({requests} today)" in out
+        assert f"saved     {figure} today (since local midnight)" in out
+        assert main(["status", "--json"]) == 0
+        st = json.loads(capsys.readouterr().out)
+        assert (st["requests"], st["requests_today"], st["saved_tokens_today"]) == (0, 2, 12_345)
+    finally:
+        rt.stop()
+
+
+def test_the_live_line_of_start_shows_todays_saving():
+    """``scalpel start`` on a terminal (a pty) redraws its live line with the reader's figure."""
+    import pty
+    import select
+    import time
+
+    _seed_today_and_yesterday()
+    figure, _ = _todays_figure()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(SCALPEL + ["start", "--port", str(free_port())], stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=subprocess.PIPE, env=dict(os.environ))
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while f"saved today {figure}".encode() not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    break
+        assert f"saved today {figure}".encode() in seen, seen[-500:]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.close(master)

@@ -21,7 +21,7 @@ from scalpel_desktop.pipeline.seam import ApiRequest, Exchange, ResponseResult
 from scalpel_desktop.pipeline.surgery_stage import SurgeryStage
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.economist import Economist
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 

@@ -16,7 +16,7 @@ from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult
 from scalpel_desktop.pipeline.surgery_stage import SurgeryStage, build_surgery_stage
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import is_stub
 from scalpel_desktop.surgery.economist import Economist
 from scalpel_desktop.surgery.surgeon import content_sha

@@ -35,19 +35,43 @@ def test_startup_input_without_usage():
     assert render(load("statusline-startup.json")).startswith("ctx -")
 
 
-def test_saved_this_session_comes_from_the_ledger(isolated_home):
-    from scalpel_desktop.store.db import connect
+def test_saved_this_session_and_today_come_from_the_ledger_reader(isolated_home):
+    from scalpel_desktop import clock
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+    from scalpel_desktop.store.ledger_queries import session_figures, today_savings, with_ledger
 
     doc = load("statusline-after-turns.json")
-    conn = connect()
-    with conn:
-        for tokens, usd in ((9000, 0.03), (3400, 0.0125)):
-            conn.execute("INSERT INTO requests (ts, session, endpoint, input_tokens, cache_read, realized_tokens, realized_usd)"
-                         " VALUES (?, ?, 'messages', 10, 5, ?, ?)", (time.time(), doc["session_id"], tokens, usd))
-        conn.execute("INSERT INTO requests (ts, session, endpoint, realized_tokens, realized_usd) VALUES (?, 'other', 'messages', 99999, 9)",
-                     (time.time(),))
-    conn.close()
-    assert "scalpel saved 12.4k tok ($0.04)" in render(doc)
+    now = time.time()
+    w = LedgerWriter(dirs().database)
+    for tokens, usd in ((9000, 0.03), (3400, 0.0125)):
+        assert w.submit({"ts": now, "session": doc["session_id"], "endpoint": "messages", "input_tokens": 10,
+                         "cache_read": 5, "realized_tokens": tokens, "realized_usd": usd})
+    assert w.submit({"ts": now, "session": "other", "endpoint": "messages", "realized_tokens": 99999,
+                     "realized_usd": 9})
+    assert w.submit({"ts": clock.start_of_today(now) - 60, "session": doc["session_id"], "endpoint": "messages",
+                     "realized_tokens": 1_000_000, "realized_usd": 3})  # yesterday: the session's, not today's
+    assert w.flush(30)
+    w.close()
+    line = render(doc)
+    session = with_ledger(None, session_figures, doc["session_id"])
+    today = with_ledger(None, today_savings)
+    assert (session.realized_tokens, today.tokens) == (1_012_400, 112_399)
+    assert f"scalpel saved {session.realized_tokens:,} tok (${session.realized_usd:,.2f})" in line
+    assert f"today {today.tokens:,} tok (${today.usd:,.2f})" in line
+    assert "scalpel saved 1,012,400 tok ($3.04) · today 112,399 tok ($9.04)" in line
+
+
+def test_context_from_the_ledger_when_claude_code_gives_none(isolated_home):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    w = LedgerWriter(dirs().database)
+    assert w.submit({"ts": time.time(), "session": "s1", "endpoint": "messages", "input_tokens": 100,
+                     "cache_write_5m": 900, "cache_read": 19_000})
+    assert w.flush(30)
+    w.close()
+    assert render({"session_id": "s1"}).startswith("ctx 20.0k · cache 95% · scalpel saved 0 tok ($0.00)")
 
 
 def test_command_prints_one_line_and_never_fails(isolated_home):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from scalpel_desktop.store import db
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import find_doom_spans, is_stub
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text

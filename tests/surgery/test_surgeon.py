@@ -8,7 +8,7 @@ import pytest
 
 from scalpel_desktop.store import db
 from scalpel_desktop.store.spill import SpillError, SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon, content_sha
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text

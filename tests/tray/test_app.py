@@ -128,22 +128,58 @@ def test_backend_choice_without_display(monkeypatch):
     assert choice.pystray is None and "no display" in choice.warning
 
 
-def test_todays_figures_all_come_from_the_ledger(own_runtime_link):
-    """Savings and the request count for 'today' share one source: after a proxy
-    restart its own counter starts again at zero, the ledger does not."""
-    import time as _time
-
+def _seed_today_and_yesterday():
+    """Rows through the real writer: three today (thousands of tokens), one yesterday."""
+    from scalpel_desktop import clock
     from scalpel_desktop.paths import dirs
     from scalpel_desktop.store.ledger import LedgerWriter
 
+    now = clock.now()
     w = LedgerWriter(dirs().database)
     for i in range(3):
-        w.submit({"ts": _time.time(), "session": "s", "endpoint": "messages", "status": 200,
-                  "realized_tokens": 100 * (i + 1), "realized_usd": 0.01})
+        w.submit({"ts": now - i, "session": "s", "endpoint": "messages", "status": 200,
+                  "realized_tokens": 1000 * (i + 1) + 234, "realized_usd": 0.0125})
+    w.submit({"ts": clock.start_of_today(now) - 5, "session": "s", "endpoint": "messages", "status": 200,
+              "realized_tokens": 50_000, "realized_usd": 2.0})
     assert w.flush(timeout=30)
     w.close()
+
+
+def _shown_equal_the_readers(link):
+    from scalpel_desktop.store.ledger_queries import today_savings_or_zero
+    from scalpel_desktop.tray.dispatcher import Dispatcher
+
+    d = Dispatcher(link, on_quit=lambda: None)
+    state = d.refresh()
+    today = today_savings_or_zero()
+    assert (today.tokens, today.requests) == (6702, 3)  # yesterday's row left out
+    figure = f"{today.tokens:,} tokens (${today.usd:,.2f})"
+    assert figure == "6,702 tokens ($0.04)"
+    assert state.status_line() == f"scalpel active on :{state.port} - saved {figure} today"
+    assert state.tooltip() == f"scalpel-desktop (active): saved {figure} today, {today.requests} requests"
+
+
+def test_todays_figures_all_come_from_the_ledger(own_runtime_link):
+    """Savings and the request count for 'today' share one source: after a proxy
+    restart its own counter starts again at zero, the ledger does not."""
+    _seed_today_and_yesterday()
     link = own_runtime_link
     assert link.attach_or_start() == "owned"
     snap = link.status()
     assert snap["requests_today"] == 3  # not the fresh proxy's 0
-    assert snap["saved_tokens_today"] == 600
+    assert snap["saved_tokens_today"] == 6702
+    _shown_equal_the_readers(link)
+
+
+def test_an_attached_tray_shows_the_same_figures(isolated_home):
+    from scalpel_desktop.runtime import Runtime
+    from scalpel_desktop.tray.app import TrayLink
+
+    _seed_today_and_yesterday()
+    rt = Runtime(port=0).start()
+    try:
+        link = TrayLink(runtime_factory=lambda: pytest.fail("the tray must attach, not start its own proxy"))
+        assert link.attach_or_start() == "attached"
+        _shown_equal_the_readers(link)
+    finally:
+        rt.stop()

@@ -25,10 +25,10 @@ def test_every_entry_emits_its_command_name_and_nothing_else():
 
 
 def test_status_line_is_disabled_and_shows_state():
-    state = TrayState(running=True, port=4242, icon="active", saved_tokens_today=12345)
+    state = TrayState(running=True, port=4242, icon="active", saved_tokens_today=12345, saved_usd_today=0.0512)
     _, items, _ = _menu(state)
     assert not items[0].enabled
-    assert items[0].text == "scalpel active on :4242 - saved 12k tokens today"
+    assert items[0].text == "scalpel active on :4242 - saved 12,345 tokens ($0.05) today"
     state.message = "tier failed: boom"
     assert items[0].text == "tier failed: boom"
 
@@ -61,7 +61,7 @@ def test_checkboxes_and_radios_follow_state():
 
 def test_tooltip_gives_todays_savings():
     s = TrayState(running=True, saved_tokens_today=2_500_000, saved_usd_today=1.234, requests_today=7)
-    assert s.tooltip() == "scalpel-desktop (active): saved 2.5M tokens ($1.23) today, 7 requests"
+    assert s.tooltip() == "scalpel-desktop (active): saved 2,500,000 tokens ($1.23) today, 7 requests"
     assert TrayState().tooltip() == "scalpel-desktop: proxy off"
 
 

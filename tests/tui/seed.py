@@ -20,7 +20,7 @@ from scalpel_desktop.paths import dirs
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.surgery.cutlog import CutLog, CutRecord
+from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.tools.store import Declared, ToolStore
 
 # 2026-11-20 15:00:00 UTC, a Friday afternoon. Tests run with TZ=UTC.

@@ -8,6 +8,8 @@ from textual.widgets import DataTable, RadioSet, Switch, TabbedContent
 from scalpel_desktop.config import Config
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime import Runtime
+from scalpel_desktop.store.ledger_queries import open_readonly, today_savings
+from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.tui.app import make_app
 from tests.tui.helpers import (
@@ -49,6 +51,14 @@ async def test_number_keys_switch_tabs_and_show_the_seeded_figures(seeded):
             assert cells[3].endswith(f"{exp['share'] * 100:.0f}%")
             assert cells[4] == f"{exp['cache'] * 100:.0f}%"
             assert cells[5] == str(exp["turns"])
+        # Today's saving, from the reader's query (the tray's, the statusline's, `scalpel status`'s).
+        conn = open_readonly()
+        today = today_savings(conn, NOW)
+        conn.close()
+        assert today.tokens > 0
+        summary = text_of(app, "#sessions-summary")
+        assert (f"{today.requests:,} request(s) today, saved {today.tokens:,} tokens ({fmt.usd(today.usd)}) today"
+                in summary), summary
         for i, pane in enumerate(PANES, 1):
             await pilot.press(str(i))
             await settle(pilot)

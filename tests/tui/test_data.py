@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scalpel_desktop.paths import dirs
+from scalpel_desktop.store.ledger_queries import today_savings
 from scalpel_desktop.tui import data, inventory
 from tests.tui.helpers import expected_realized, expected_session, listed_sessions, period_start
 from tests.tui.seed import DAY
@@ -26,6 +27,11 @@ def test_sessions_match_the_seeded_rows(seeded, conn):
     assert [r.session for r in got.rows] == listed_sessions(seeded)
     assert len(got.rows) == 5 and got.active == 2
     assert got.requests_today == sum(1 for r in seeded.requests if period_start(seeded.now, 1) <= r["ts"] <= seeded.now)
+    tokens, usd = expected_realized(seeded, 1)
+    assert tokens > 0 and (got.saved_tokens_today, got.saved_usd_today) == (tokens, pytest.approx(usd))
+    today = today_savings(conn, seeded.now)  # the reader's query, the tray's and the statusline's
+    assert (got.requests_today, got.saved_tokens_today, got.saved_usd_today) == (today.requests, today.tokens,
+                                                                                today.usd)
     for row in got.rows:
         exp = expected_session(seeded, row.session)
         assert row.turns == exp["turns"]
@@ -58,6 +64,9 @@ def test_savings_periods_are_local_calendar_days(seeded, conn):
     # the seed has realized savings older than 30 days: they are left out
     old = [r for r in seeded.requests if r["ts"] < period_start(seeded.now, 30) and r["realized_tokens"]]
     assert old
+    today = today_savings(conn, seeded.now)  # the savings tab's Today agrees with every other "today"
+    assert (got.periods[0].realized_tokens, got.periods[0].requests) == (today.tokens, today.requests)
+    assert got.periods[0].realized_usd == pytest.approx(today.usd)
     assert len(got.days) == 30 and sum(d.realized_tokens for d in got.days) == got.periods[-1].realized_tokens
     assert got.days[-1].realized_tokens == got.periods[0].realized_tokens
     assert got.prices_as_of

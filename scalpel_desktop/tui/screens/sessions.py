@@ -43,7 +43,9 @@ class SessionsView(Vertical):
             summary.update(Text.assemble(
                 (f"{len(data.rows)}", "bold"), " session(s) seen in the last 24 h, ",
                 (f"{data.active}", "bold"), f" active (a request in the last {int(ACTIVE_S // 60)} min) · ",
-                (f"{data.requests_today:,}", "bold"), " request(s) today"))
+                (f"{data.requests_today:,}", "bold"), " request(s) today, saved ",
+                (f"{data.saved_tokens_today:,}", "bold"), " tokens (", (fmt.usd(data.saved_usd_today), "bold"),
+                ") today"))
         cursor = table.cursor_row
         table.clear()
         for row in data.rows:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from scalpel_desktop.store import db
-from scalpel_desktop.surgery.cutlog import CutLog, CutRecord
+from scalpel_desktop.store.cutlog import CutLog, CutRecord
+from scalpel_desktop.store.ledger_queries import cut_entries
 
 
 def rec(i, session="s1", t=1000.0):
@@ -19,8 +20,8 @@ def test_record_lookup_restart_sessions_recent():
     conn.close()
     again = CutLog(db.connect())
     assert again.lookup(["toolu_2"])["toolu_2"] == rec(2)
-    assert [r.tool_use_id for r in again.for_session("s1")] == ["toolu_3", "toolu_2", "toolu_1"]
-    assert [r.tool_use_id for r in again.recent(2)] == ["toolu_9", "toolu_3"]
+    assert [r.tool_use_id for r in cut_entries(again.conn, session="s1")] == ["toolu_3", "toolu_2", "toolu_1"]
+    assert [r.tool_use_id for r in cut_entries(again.conn, limit=2)] == ["toolu_9", "toolu_3"]
     assert again.count() == 4
     newer = CutRecord("toolu_2", "s3", "a", 5000.0, "failed", 7, "f" * 64, 1, "e" * 64)
     again.record(newer)  # a re-cut id replaces its row

@@ -5,7 +5,8 @@ after it (a changed prefix would miss the cache). Look-ups happen on every
 request for every tool result id in it, so the set of logged ids is kept in
 memory (loaded once), only the ids that are in it are fetched from SQLite, and
 records fetched once are kept (a conversation asks for the same ones on every
-request). One process writes the log: the proxy that owns it.
+request). One process writes the log: the proxy that owns it. Frontends
+read it through ``store/ledger_queries.py`` (``cut_entries``, ``cut_exists``).
 """
 
 from __future__ import annotations
@@ -94,20 +95,6 @@ class CutLog:
             for r in rows:
                 self._cache.pop(r[0], None)
         return len(rows)
-
-    def for_session(self, session: str, limit: int | None = None) -> list[CutRecord]:
-        q = f"SELECT {_COLUMNS} FROM cuts WHERE session = ? ORDER BY created_at DESC, tool_use_id"
-        args: list = [session]
-        if limit is not None:
-            q += " LIMIT ?"
-            args.append(int(limit))
-        with self._lock:
-            return [_row(r) for r in self.conn.execute(q, args)]
-
-    def recent(self, limit: int = 50) -> list[CutRecord]:
-        q = f"SELECT {_COLUMNS} FROM cuts ORDER BY created_at DESC, tool_use_id LIMIT ?"
-        with self._lock:
-            return [_row(r) for r in self.conn.execute(q, (int(limit),))]
 
     def count(self) -> int:
         with self._lock:
