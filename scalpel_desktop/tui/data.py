@@ -181,20 +181,11 @@ class SavingsData:
 PERIODS = (("Today", 1), ("7 days", 7), ("30 days", 30))
 
 
-def day_starts(now: float, days: int) -> list[float]:
-    """Local midnights of the last ``days`` days, oldest first (today's last)."""
-    return clock.day_starts(now, days)
-
-
-def local_midnight(now: float) -> float:
-    return clock.start_of_today(now)
-
-
 def load_savings(conn: sqlite3.Connection, now: float, prices: Any = None) -> SavingsData:
     from scalpel_desktop.accounting.prices import PriceTable
     from scalpel_desktop.accounting.report import build_report
 
-    starts = day_starts(now, 30)
+    starts = clock.day_starts(now, 30)
     if not q.has_requests(conn):
         return SavingsData(now, missing="the ledger has no requests table yet")
     prices = prices or PriceTable.load()

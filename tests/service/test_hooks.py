@@ -132,10 +132,10 @@ def test_full_reread_of_unchanged_file_is_denied_when_the_log_shows_no_cut(isola
 def test_reread_allowed_when_the_proxy_cut_the_earlier_read(isolated_home, project, ledger):
     post = fixture("hook-post-read.json", isolated_home)
     hook_logic.post_tool_use(post)
-    with ledger:
-        ledger.execute("INSERT INTO cuts (tool_use_id, session, agent, created_at, kind, tokens, original_sha256,"
-                       " stub_version, stub_sha256) VALUES (?, ?, '', ?, 'stale_large', 900, 'ab', 1, 'cd')",
-                       (post["tool_use_id"], post["session_id"], time.time()))
+    from scalpel_desktop.store.cutlog import CutLog, CutRecord
+
+    CutLog(ledger).record(CutRecord(post["tool_use_id"], post["session_id"], "", time.time(), "stale_large", 900,
+                                    "ab", 1, "cd"))  # the surgery log's own writer, as the proxy records a cut
     assert hook_logic.pre_tool_use(fixture("hook-pre-read.json", isolated_home)) is None
 
 
