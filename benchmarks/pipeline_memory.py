@@ -26,13 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scalpel_desktop.accounting.prices import PriceTable  # noqa: E402
-from scalpel_desktop.accounting.usage import Usage  # noqa: E402
+from scalpel_desktop.wire.usage import Usage  # noqa: E402
 from scalpel_desktop.pipeline.chain import Chain  # noqa: E402
-from scalpel_desktop.pipeline.conversation_memo import MEMO_MAX_BYTES  # noqa: E402
+from scalpel_desktop.surgery.memo import MEMO_MAX_BYTES  # noqa: E402
 from scalpel_desktop.pipeline.identify import Identify  # noqa: E402
 from scalpel_desktop.pipeline.parse_reuse import PARSE_REUSE_MAX_BYTES, ParseReuse  # noqa: E402
-from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult  # noqa: E402
-from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage  # noqa: E402
+from scalpel_desktop.exchange import ApiRequest, ResponseResult  # noqa: E402
+from scalpel_desktop.surgery.stage import build_surgery_stage  # noqa: E402
 from scalpel_desktop.store.db import connect  # noqa: E402
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402
 from scalpel_desktop.wire.jsoncodec import dumps  # noqa: E402

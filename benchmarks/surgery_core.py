@@ -26,7 +26,7 @@ from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E
 from scalpel_desktop.surgery.validate import validate_rewrite  # noqa: E402
 from scalpel_desktop.wire import jsoncodec  # noqa: E402
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse  # noqa: E402
-from scalpel_desktop.wire.view import view_for  # noqa: E402
+from scalpel_desktop.wire.formats import view_for  # noqa: E402
 
 
 def build(target_bytes: int, with_previous: bool = False):

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from scalpel_desktop.errors import SettingError
 from scalpel_desktop.paths import dirs
 
 
-class ConfigError(ValueError):
+class ConfigError(SettingError):
     """A bad key or value; the message names the key, the value and what is allowed."""
 
 
@@ -206,6 +207,32 @@ class Config:
 
     def save(self) -> None:
         write_json_atomic(self.path, self._raw)
+
+
+class Settings:
+    """The settings as every part reads them, in layers: this run's overrides (the
+    command line, the environment; never saved) over the config file over the
+    defaults. The runtime owns one and hands it to the stages, which read it live
+    (``setting(settings, name)``), so a start-up flag counts for them too."""
+
+    def __init__(self, config: Config, overrides: Mapping[str, Any] | None = None):
+        self.config = config
+        self.overrides: dict[str, Any] = {}
+        for k, v in (overrides or {}).items():
+            if k not in KEYS:
+                raise ConfigError(f"unknown setting {k!r}")
+            self.overrides[k] = KEYS[k].parse(v)
+
+    def get(self, name: str) -> Any:
+        if name in self.overrides:
+            return self.overrides[name]
+        return self.config.get(name)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: self.get(name) for name in KEYS}
 
 
 def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:

@@ -20,17 +20,22 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from scalpel_desktop.errors import ProxyError
 from scalpel_desktop.paths import dirs
 
 
-class ControlError(RuntimeError):
+class ControlError(ProxyError):
+    """The control API did not answer as asked (``status``: its HTTP status, 0 when none)."""
+
+    title = "Control API"
+
     def __init__(self, message: str, status: int = 0):
         super().__init__(message)
         self.status = status
 
 
 class ProxyNotRunning(ControlError):
-    pass
+    title = "Proxy not running"
 
 
 def runtime_info() -> dict[str, Any] | None:

@@ -27,8 +27,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from scalpel_desktop import __version__, clock
-from scalpel_desktop.config import KEYS, Config, ConfigError, write_json_atomic
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.config import KEYS, Config, ConfigError, Settings, write_json_atomic
+from scalpel_desktop.errors import ActionError, ProxyError
 from scalpel_desktop.paths import dirs
+from scalpel_desktop.pipeline import assemble
+from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero
 
@@ -41,7 +45,9 @@ BACKOFF_MAX_S = 30.0
 HEALTHY_AFTER_S = 60.0  # running this long resets the backoff
 
 
-class AlreadyRunning(RuntimeError):
+class AlreadyRunning(ProxyError):
+    title = "Already running"
+
     def __init__(self, pid: int | None, port: int | None):
         self.pid, self.port = pid, port
         where = f" (pid {pid}, port {port}, http://127.0.0.1:{port})" if pid else ""
@@ -53,11 +59,8 @@ class Runtime:
         """``port`` beats every setting; 0 binds any free port (tests, benchmarks)."""
         self._port_arg = port
         self.config = config if config is not None else Config.load()
-        self.overrides: dict[str, Any] = {}
-        for k, v in (overrides or {}).items():
-            if k not in KEYS:
-                raise ConfigError(f"unknown setting {k!r}")
-            self.overrides[k] = KEYS[k].parse(v)
+        self.settings = Settings(self.config, overrides)  # what the stages read
+        self.overrides = self.settings.overrides
         self.stats = Stats()
         self._actions: dict[str, Action] = {}
         self._settings_lock = threading.Lock()
@@ -65,7 +68,8 @@ class Runtime:
         self._lock = InstanceLock(dirs().lock_file)
         self._server = None
         self._ledger = None
-        self._pipeline = None
+        self._pipeline: Chain | None = None
+        self.prices: PriceTable | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._observer: ThreadPoolExecutor | None = None
         self._token = ""
@@ -87,9 +91,7 @@ class Runtime:
 
     # -- settings ------------------------------------------------------------
     def setting(self, name: str) -> Any:
-        if name in self.overrides:
-            return self.overrides[name]
-        return self.config.get(name)
+        return self.settings.get(name)
 
     def set_settings(self, values: dict[str, Any]) -> dict[str, Any]:
         """Validate every value first (all or nothing), then apply live and save."""
@@ -109,15 +111,19 @@ class Runtime:
         restart = [k for k in parsed if k == "port" and self.port is not None and parsed[k] != self.port]
         return {"ok": True, "settings": parsed, "restart_needed": restart}
 
+    @property
+    def pipeline(self) -> Chain | None:
+        """The running chain (None before ``start``): actions ask it for a stage by name."""
+        return self._pipeline
+
     def register_action(self, name: str, fn: Action) -> None:
         self._actions[name] = fn
 
     def run_action(self, name: str, payload: dict) -> dict:
-        from scalpel_desktop.proxy.control import ActionError
-
         fn = self._actions.get(name)
         if fn is None:
-            raise ActionError(f"unknown action {name!r}; known: {', '.join(sorted(self._actions))}", status=404)
+            raise ActionError(f"unknown action {name!r}; known: {', '.join(sorted(self._actions))}", status=404,
+                              title="Unknown action")
         result = fn(payload)
         return result if isinstance(result, dict) else {"ok": True, "result": result}
 
@@ -157,13 +163,12 @@ class Runtime:
         return self
 
     def _build_pipeline(self) -> None:
-        from scalpel_desktop.pipeline import assemble
-        from scalpel_desktop.pipeline.chain import Chain
-
         from scalpel_desktop.store.ledger import LedgerWriter
 
         self._ledger = LedgerWriter(dirs().database)
-        stages = assemble.default_stages(self.config, ledger=self._ledger)
+        if self.prices is None:
+            self.prices = PriceTable.load()  # once per runtime, passed down
+        stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices)
         self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
@@ -252,9 +257,7 @@ class Runtime:
             self._observer.shutdown(wait=True)
             self._observer = None
         if self._pipeline is not None:
-            from scalpel_desktop.pipeline.assemble import close_stages
-
-            close_stages(getattr(self._pipeline, "stages", ()))
+            assemble.close_stages(self._pipeline.stages)
         if self._ledger is not None:
             try:
                 self._ledger.close(timeout=max(0.1, deadline - time.monotonic()))

@@ -54,19 +54,17 @@ from dataclasses import dataclass, field
 from typing import Hashable, Mapping, Sequence
 
 from scalpel_desktop.accounting.prefix_blocks import (  # re-exported: one import for callers
-    CACHE_TTLS, Block, CacheControlError, PrefixBuilder, builder_for, openai_blocks, request_blocks, ttl_of,
+    CACHE_TTLS, Block, PrefixBuilder, builder_for, openai_blocks, request_blocks, ttl_of,
     with_breakpoints)
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.api_rules import CacheControlError, check_breakpoints
+from scalpel_desktop.wire.cache_rules import AUTO_TTL, LOOKBACK_BLOCKS, MAX_BREAKPOINTS, TTL_SECONDS
+from scalpel_desktop.wire.usage import Usage
 
 __all__ = ["AUTO_TTL", "Bill", "Block", "CACHE_TTLS", "CacheControlError", "DEFAULT_MIN_CACHEABLE", "Entry",
            "LOOKBACK_BLOCKS", "MAX_BREAKPOINTS", "MIN_CACHEABLE_TABLE", "PrefixBuilder", "PromptCache", "TTL_SECONDS",
            "builder_for", "check_breakpoints", "min_cacheable_for", "openai_blocks", "request_blocks", "ttl_of",
            "with_breakpoints"]
 
-MAX_BREAKPOINTS = 4
-LOOKBACK_BLOCKS = 20
-AUTO_TTL = "auto"  # entries stored by bill_automatic (OpenAI)
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, AUTO_TTL: 3600.0}
 DEFAULT_MIN_CACHEABLE = 1024
 
 # Minimum cacheable prefix per model family, as published (Anthropic prompt
@@ -216,21 +214,6 @@ class PromptCache:
             dead = [k for k, e in self.entries.items() if e.expires <= now - 86400]
             for k in dead:
                 del self.entries[k]
-
-
-def check_breakpoints(ttls: Sequence[str]) -> None:
-    """The API's own checks on the cache markers of one request."""
-    if len(ttls) > MAX_BREAKPOINTS:
-        raise CacheControlError(
-            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(ttls)}.")
-    seen_5m = False
-    for ttl in ttls:
-        if ttl == "5m":
-            seen_5m = True
-        elif ttl == "1h" and seen_5m:
-            raise CacheControlError(
-                "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. "
-                "Note that blocks are processed in the following order: `tools`, `system`, `messages`.")
 
 
 def _prefix_sums(blocks: Sequence[Block]) -> list[int]:

@@ -16,13 +16,10 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from scalpel_desktop.accounting.tokens import canonical_block
+from scalpel_desktop.wire.api_rules import CacheControlError
+from scalpel_desktop.wire.cache_rules import CACHE_TTLS
 from scalpel_desktop.wire.jsoncodec import dumps
 
-CACHE_TTLS = ("5m", "1h")  # what cache_control.ttl accepts
-
-
-class CacheControlError(ValueError):
-    """A request the real API rejects for its cache markers (HTTP 400)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,8 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.errors import DataError
+from scalpel_desktop.wire.usage import Usage
 
 log = logging.getLogger("scalpel.prices")
 
@@ -47,8 +48,10 @@ MTOK = 1_000_000.0
 TIERS = ("input", "write_5m", "write_1h", "cache_read", "output")
 
 
-class PriceTableError(ValueError):
+class PriceTableError(DataError):
     """A price file that does not parse or has a bad entry (the message names it)."""
+
+    title = "Bad price table"
 
 
 @dataclass(frozen=True)

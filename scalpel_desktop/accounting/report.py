@@ -27,8 +27,8 @@ from datetime import datetime
 from typing import Any
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.accounting.usage import Usage
 from scalpel_desktop.store.ledger_queries import report_rows
+from scalpel_desktop.wire.usage import Usage
 
 BY_CHOICES = ("day", "session", "model")
 TIER_COLUMNS = {

@@ -42,7 +42,7 @@ def doc_for(seq: Sequence, req: Request) -> dict:
 
 def doom_spans(seq: Sequence, req: Request, config: Any, tier: int) -> list:
     from scalpel_desktop.surgery.doom import find_doom_spans
-    from scalpel_desktop.wire.view import view_for
+    from scalpel_desktop.wire.formats import view_for
 
     view = view_for("messages", doc_for(seq, req))
     if view is None:

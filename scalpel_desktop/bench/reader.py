@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.wire.jsoncodec import loads
 
 MAX_FILE_BYTES_DEFAULT = 64 * 1024 * 1024

@@ -6,7 +6,7 @@ For every sequence (a main thread, a sidechain, a subagent file):
    cache model and finds the client's own cache breaks in the real usage
    (``bench/simulate.py``);
 2. ``cold`` and ``payback`` run each request, with its real timestamp, through
-   ``pipeline.surgery_stage.SurgeryStage`` (the proxy's own code: economist,
+   ``surgery.stage.SurgeryStage`` (the proxy's own code: economist,
    doom spans, surgeon, validator) with a temporary spill dir and cut log; the
    stubs it sends are billed, and the simulated usage goes back to the stage
    as the response, as the proxy would see it;
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.policies import DoomCuts, FirstPartyCuts, stub_tokens
 from scalpel_desktop.bench.reader import FileResult, Request, Sequence, read_corpus
 from scalpel_desktop.bench.simulate import SequenceBill, SequenceSimulator, Stub
@@ -94,7 +94,7 @@ class StageDriver:
 
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None = None,
                  sim: SequenceSimulator | None = None, breaks: list | None = None):
-        from scalpel_desktop.pipeline.surgery_stage import SurgeryStage
+        from scalpel_desktop.surgery.stage import SurgeryStage
         from scalpel_desktop.store.db import connect
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
@@ -154,17 +154,17 @@ class StageDriver:
         return dumps(doc)
 
     def cuts_for(self, k: int, req: Request) -> dict[str, Stub]:
-        from scalpel_desktop.pipeline.seam import ApiRequest, Exchange
+        from scalpel_desktop.exchange import ApiRequest, Exchange
 
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers,
                          self.body(k, req), req.ts)
         ex = Exchange(api, model=req.model)
         hint = self.rewrite_at(k, req)
         if hint is not None:
-            ex.notes["client_rewrite_at"] = hint
+            ex.client_rewrite_at = hint
         self.stage.on_request(ex)
         self._ex = ex
-        sent = ex.notes.get("surgery")
+        sent = ex.surgery
         cuts: dict[str, Stub] = {}
         if sent is not None:
             for tid, _pos, _saved, _kind in sent.stubs:
@@ -189,7 +189,7 @@ class StageDriver:
         return None
 
     def after(self, k: int, req: Request, usage: Usage) -> None:
-        from scalpel_desktop.pipeline.seam import ResponseResult
+        from scalpel_desktop.exchange import ResponseResult
 
         ex = self._ex
         if ex is None:

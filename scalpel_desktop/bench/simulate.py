@@ -41,7 +41,7 @@ from typing import Callable, Mapping
 
 from scalpel_desktop.accounting.cache_model import PrefixBuilder, PromptCache, min_cacheable_for
 from scalpel_desktop.accounting.estimator import estimate_block, hidden_per_turn, model_family
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Line, Request, Sequence
 
 # A real read this far (in simulated tokens) short of the replayed read is a break.

@@ -17,14 +17,11 @@ import pkgutil
 import sys
 
 from scalpel_desktop import __version__
+from scalpel_desktop.errors import CommandError, ScalpelError
 
 
-class CliError(Exception):
-    """A user-facing error: printed as ``scalpel: <message>``, exit status 1 (or ``status``)."""
-
-    def __init__(self, message: str, status: int = 1):
-        super().__init__(message)
-        self.status = status
+class CliError(CommandError):
+    """A command's refusal: printed as ``scalpel: <message>``, exit status 1 (or ``status``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         func = run_default
     try:
         return int(func(args) or 0)
-    except CliError as e:
-        print(f"scalpel: {e}", file=sys.stderr)
-        return e.status
+    except ScalpelError as e:  # the one place errors are rendered: ``title: message``
+        print(e.render(), file=sys.stderr)
+        return e.status if isinstance(e, CommandError) else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into `head` and closed early

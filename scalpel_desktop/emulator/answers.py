@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from scalpel_desktop.accounting.tokens import rule_tokens
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.emulator.script import Turn
 
 RUN = secrets.token_hex(6)

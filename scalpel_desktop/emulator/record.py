@@ -15,7 +15,7 @@ from typing import Any
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.wire.jsoncodec import loads
 
 

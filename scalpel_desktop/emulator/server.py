@@ -29,7 +29,7 @@ from scalpel_desktop.emulator.control import add_control_routes
 from scalpel_desktop.emulator.faults import Fault, FaultQueue
 from scalpel_desktop.emulator.record import RecordedRequest, Recorder
 from scalpel_desktop.emulator.script import Script, ScriptLike, choose
-from scalpel_desktop.emulator.validate import (
+from scalpel_desktop.wire.api_rules import (
     ApiError, bad, validate_chat_body, validate_messages_body, validate_responses_body)
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, dumps, loads

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.emulator.faults import Fault
 from scalpel_desktop.emulator.record import RecordedRequest
 from scalpel_desktop.emulator.runner import EmulatorThread

@@ -3,14 +3,18 @@
 Like mitmproxy's ``safecall``: a stage that raises is logged and the chain goes
 on, but any change already made to the body is dropped (fail-open), and the
 decision says so.
+
+Nothing outside looks inside a chain: ``get(name)`` finds a stage,
+``observe_only()`` says whether no stage that could change a body would run
+now, ``stages`` is read only by the composer's ``close_stages``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from scalpel_desktop.pipeline.seam import ApiRequest, Decision, Exchange, ResponseResult, Stage
+from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
 
 log = logging.getLogger("scalpel.pipeline")
 
@@ -19,6 +23,23 @@ class Chain:
     def __init__(self, stages: Sequence[Stage], paused: Callable[[], bool] = lambda: False):
         self.stages = list(stages)
         self.paused = paused
+
+    def get(self, name: str) -> Any:
+        """The stage called ``name``, or None."""
+        for stage in self.stages:
+            if getattr(stage, "name", None) == name:
+                return stage
+        return None
+
+    def observe_only(self) -> bool | None:
+        """When no stage that could change a body would run (paused, or every stage
+        observes), the pause switch as read now (``True``/``False``); else None."""
+        try:
+            if self.paused():
+                return True
+        except Exception:  # noqa: BLE001
+            return None
+        return None if any(getattr(s, "mutates", True) for s in self.stages) else False
 
     def process(self, request: ApiRequest, *, paused: bool | None = None) -> Exchange:
         """``paused``: the caller's own reading of the pause switch, taken when it

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.identity import conversation_key
 
 

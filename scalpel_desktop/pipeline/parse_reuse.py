@@ -13,13 +13,14 @@ builds ``ex.doc`` from:
   them), parsed as one small JSON object.
 
 Every new message is then checked to serialize back to exactly the bytes it
-came from (``conversation_memo.locate``); anything unexpected falls back to a
+came from (``wire.layout.locate``); anything unexpected falls back to a
 plain full parse. The result equals ``loads(raw)``. The message objects are
 SHARED with the previous request's document: stages must treat ``ex.doc`` as
 read-only (the conversation views rewrite copy-on-write).
 
 The layout found (where each message sits, its hash) goes to
-``ex.notes["layout"]`` for the surgery stage. ``ParseReuse.parse`` is the same
+``ex.layout`` (and the body it re-used to ``ex.layout_base``) for the tool
+filter and the surgery stage. ``ParseReuse.parse`` is the same
 work without an exchange (tests, benchmarks): the one incremental parser.
 
 Memory: each remembered body keeps its raw bytes and its parsed messages
@@ -35,11 +36,10 @@ import threading
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
-from scalpel_desktop.pipeline.conversation_memo import Layout, Snapshot, locate, repeats
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
+from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
 
-_MESSAGES = b'"messages":['
 _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
 # Raw body bytes remembered across conversations (the parsed messages that go
@@ -60,7 +60,7 @@ class _Remembered:
         self.raw = raw
         self.messages = messages
         self.layout = layout
-        self.snap = Snapshot(raw, layout, None, [], [])
+        self.snap = LaidOutBody(raw, layout)
 
 
 class ParseReuse:
@@ -86,9 +86,8 @@ class ParseReuse:
             return  # not JSON: the lazy ``ex.doc`` says so
         ex.set_doc(got.doc)
         if got.layout is not None:
-            ex.notes["layout"] = got.layout
-            if got.base is not None:
-                ex.notes["layout_base"] = got.base
+            ex.layout = got.layout
+            ex.layout_base = got.base
 
     def parse(self, raw: bytes) -> Parsed | None:
         """``loads(raw)``, re-using a remembered body's messages; None when ``raw`` is not JSON.
@@ -157,7 +156,7 @@ class ParseReuse:
     def _build(raw: bytes, prev: _Remembered) -> dict | None:
         """The document of ``raw``, reusing ``prev``'s messages up to its second-to-last."""
         k = len(prev.layout.ends) - 1
-        start = raw.find(_MESSAGES)
+        start = raw.find(MESSAGES_KEY)
         if start < 0:
             return None
         try:

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 
 CLIENT_MAX = 120
 LABEL_MAX = 200
@@ -47,7 +47,7 @@ class LedgerRecorder:
 def build_row(ex: Exchange) -> dict[str, Any]:
     req, resp, d = ex.request, ex.response, ex.decision
     usage = resp.usage if resp is not None else None
-    realized = [r for r in (ex.notes.get("realized") or []) if isinstance(r, dict)]
+    realized = ex.realized
     row: dict[str, Any] = {
         "ts": _num(req.received_at),
         "session": _trunc(ex.key.session_id, 100) if ex.key else None,
@@ -70,8 +70,8 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         "reason": _reason(d.action, d.reason),
         "tokens_removed": _int(d.tokens_removed),
         "figures": _figures(d.figures),
-        "realized_tokens": sum(_int(r.get("tokens")) or 0 for r in realized) if realized else None,
-        "realized_usd": sum(_num(r.get("usd")) or 0.0 for r in realized) if realized else None,
+        "realized_tokens": sum(_int(r.tokens) or 0 for r in realized) if realized else None,
+        "realized_usd": sum(_num(r.usd) or 0.0 for r in realized) if realized else None,
         "ttfb_ms": _num(resp.ttfb_ms) if resp is not None else None,
         "total_ms": _num(resp.total_ms) if resp is not None else None,
         "error": (_label(resp.error, LABEL_MAX) or None) if resp is not None else None,

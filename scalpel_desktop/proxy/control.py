@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from scalpel_desktop.errors import ActionError
+
 log = logging.getLogger("scalpel.control")
 
 PREFIX = "/_scalpel"
@@ -38,14 +40,6 @@ class ControlTarget(Protocol):
     def token(self) -> str: ...
 
     def run_action(self, name: str, payload: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class ActionError(Exception):
-    """A refused action: ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
 
 
 CONTROL_TARGET = web.AppKey("control_target", object)

@@ -46,8 +46,8 @@ from aiohttp import web
 from yarl import URL
 
 from scalpel_desktop import clock
-from scalpel_desktop.accounting.usage import Usage
-from scalpel_desktop.pipeline.seam import ApiRequest, Exchange, Pipeline, ResponseResult
+from scalpel_desktop.wire.usage import Usage
+from scalpel_desktop.exchange import ApiRequest, Exchange, Pipeline, ResponseResult
 from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
 from scalpel_desktop.wire.jsoncodec import dumps
 from scalpel_desktop.wire.usage_tap import UsageTap
@@ -209,24 +209,6 @@ def _is_api_request(method: str, endpoint: str, headers: Any) -> bool:
     return not ctype or "json" in ctype.lower()
 
 
-def _observe_only(pipeline: Any) -> bool | None:
-    """When no stage that could change a body would run (a ``Chain`` paused or
-    all-observing), the pause switch as read now (``True``/``False``); else None.
-
-    The reading is handed to the pipeline when it looks at the request after the
-    answer: a resume pressed meanwhile must not let mutating stages act (and log
-    cuts) on a request that went upstream unchanged."""
-    stages = getattr(pipeline, "stages", None)
-    if stages is None:
-        return None
-    try:
-        if pipeline.paused():
-            return True
-    except Exception:  # noqa: BLE001
-        return None
-    return None if any(getattr(s, "mutates", True) for s in stages) else False
-
-
 async def forward(request: web.Request) -> web.StreamResponse:
     app = request.app
     opts = app[OPTIONS]
@@ -264,7 +246,10 @@ async def forward(request: web.Request) -> web.StreamResponse:
             body=body,
             received_at=received_at,
         )
-        paused_now = _observe_only(pipeline)
+        # The pause switch as read now when nothing could change the body: handed to the
+        # pipeline when it looks at the request after the answer (a resume pressed
+        # meanwhile must not let mutating stages act on a request that went unchanged).
+        paused_now = pipeline.observe_only()
         if paused_now is not None:
             deferred = True  # nothing can change the body: look at it after the answer
         else:

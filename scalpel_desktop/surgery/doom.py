@@ -40,6 +40,7 @@ from typing import Any
 
 from scalpel_desktop.surgery.file_access import FILE_WRITERS, _Access, bash_read, file_access  # noqa: F401 (bash_read re-exported)
 from scalpel_desktop.config import setting as _setting
+from scalpel_desktop.wire.hashing import canonical_bytes
 from scalpel_desktop.wire.view import ConversationView, ToolResult
 
 KINDS = ("superseded_read", "duplicate", "failed", "dead_snapshot", "stale_large")
@@ -237,8 +238,6 @@ def _facts(r: ToolResult, call: Any) -> _Facts:
 def _images_key(r: ToolResult) -> Any:
     if not r.images:
         return None
-    from scalpel_desktop.wire.view import canonical_bytes
-
     return canonical_bytes(r.content)
 
 

@@ -29,10 +29,12 @@ matches nothing, so it constrains nothing). A conversation - or a model within
 it - seen for the first time is warm until known: its break is the last
 message, so nothing is cut on a guess.
 
-Policies: ``off``; ``cold`` (default) cuts only at or after the break, and only
-a batch worth ``batch_min_tokens``; ``payback`` also cuts before the break when
-the saving at the cache-read price over a conservative estimate of the
-remaining turns repays the rewrite by ``payback_factor``.
+Policies (``surgery/policies.py``): ``off``; ``cold`` (default) cuts only at or
+after the break, and only a batch worth ``batch_min_tokens``; ``payback`` also
+cuts before the break when the saving at the cache-read price over a
+conservative estimate of the remaining turns repays the rewrite by
+``payback_factor``. The break is computed once per request by the caller and
+handed to ``decide`` and ``record_sent``.
 
 Pure: no I/O, no clock. Prices come from ``accounting/prices.py`` (the caller
 passes a table with ``rates(model)``); nothing here hard-codes a multiplier.
@@ -40,116 +42,23 @@ passes a table with ``rates(model)``); nothing here hard-codes a multiplier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 from scalpel_desktop.config import setting
-
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "24h": 86400.0}
-LONGEST_TTL_S = 3600.0  # Anthropic's longest; "when unsure assume the longer"
-# No cut may bring a prompt under the largest minimum cacheable length (SPEC 3:
-# 1,024 to 4,096): an uncacheable prompt pays the full input price every turn.
-MIN_CACHEABLE_GUARD = 4096
-IN_FLIGHT_BOUND_S = 900.0
-MAX_STATES_PER_MODEL = 8
-MAX_ENTRIES_PER_MODEL = 64
-LOOKBACK_BLOCKS = 20  # a breakpoint looks back about 20 blocks for an earlier entry (SPEC 3)
-COLD_REASONS = ("ttl-expired", "system-changed", "tools-changed", "settings-changed", "client-rewrite")
-
-
-@dataclass(frozen=True)
-class RequestShape:
-    """What the economist needs to know about one request (after replayed cuts)."""
-
-    key: Hashable  # ConversationKey or (session_id, agent_id)
-    model: str
-    at: float  # when the request arrived (clock.now())
-    unit_hashes: Sequence[Hashable]  # one per history unit, cache markers excluded
-    tools_hash: Hashable = ""
-    system_hash: Hashable = ""
-    settings_hash: Hashable = ""
-    ttl_s: float = LONGEST_TTL_S  # the TTL this request asks for
-    tool_changes_ok: bool = False  # mid-conversation-tool-changes beta present
-    unit_tokens: Sequence[int] | None = None  # estimated tokens per unit (payback)
-    unit_blocks: Sequence[int] | None = None  # content blocks per unit (payback: the lookback)
-    prefix_tokens: int = 0  # estimated tokens of tools + system
-    total_tokens: int = 0  # estimated tokens of the whole prompt
-    # A rewrite the caller observed by other means (the bench, from a transcript's
-    # real usage): the client changed history from this unit on.
-    rewrite_at: int | None = None
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A dead result the surgeon could stub."""
-
-    id: str  # tool_use_id
-    unit_index: int
-    tokens: int  # estimated tokens of the original content
-    stub_tokens: int  # estimated tokens of the stub that replaces it
-    kind: str = ""
-
-    @property
-    def saving(self) -> int:
-        return max(0, self.tokens - self.stub_tokens)
-
-
-@dataclass(frozen=True)
-class Break:
-    index: int  # first unit not matching a live cache entry (cuts at >= index are free)
-    reason: str  # ttl-expired | system-changed | tools-changed | settings-changed |
-    #              client-rewrite | append | first-seen | model-first-seen | live:<model>
-    own_index: int  # the break for the request's own model alone
-    live_models: tuple[str, ...] = ()
-
-
-@dataclass
-class Plan:
-    """The economist's answer for one request."""
-
-    cut_ids: list[str] = field(default_factory=list)
-    action: str = "unchanged"  # cut | unchanged
-    reason: str = ""
-    natural_break: Break | None = None
-    tokens_cut: int = 0  # estimated tokens removed by the new cuts
-    rewrite_tokens: int = 0  # tokens before the break re-billed as a write (payback)
-    figures: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ModelState:
-    """One request as sent to one model: its prefix may still be cached."""
-
-    unit_hashes: tuple
-    tools_hash: Hashable
-    system_hash: Hashable
-    settings_hash: Hashable
-    ttl_s: float
-    sent_at: float
-    ended_at: float | None = None  # None while the response is in flight
-    request_serial: int = 0
-    last_cache_read: int | None = None
-
-    def expired(self, at: float, margin: float) -> bool:
-        if self.ended_at is None:
-            # In flight: being refreshed now. A response never reported (a
-            # crashed stream) stops counting after a generous bound.
-            return at > self.sent_at + self.ttl_s + margin + IN_FLIGHT_BOUND_S
-        return at > max(self.sent_at, self.ended_at) + self.ttl_s + margin
-
-
-@dataclass
-class ConversationState:
-    # Per model, the recent requests whose entries may still be live, oldest
-    # first. A request that only extends an earlier one replaces it; one that
-    # diverged (a client rewrite) keeps the earlier one: the client may go back
-    # to it (real sessions oscillate), and its entries are still in the cache.
-    models: dict[str, list[ModelState]] = field(default_factory=dict)
-    turns: int = 0
-    natural_breaks: int = 0  # requests that found the cache cold or rewritten
-    # Per model: (unit count, time) of recent requests - where their cache
-    # entries end (Claude Code marks the last block of each request).
-    entries: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+from scalpel_desktop.surgery.plan import (
+    COLD_REASONS,
+    MAX_ENTRIES_PER_MODEL,
+    MAX_STATES_PER_MODEL,
+    MIN_CACHEABLE_GUARD,
+    Break,
+    Candidate,
+    ConversationState,
+    ModelState,
+    Plan,
+    RequestShape,
+    common_prefix,
+)
+from scalpel_desktop.surgery.policies import policy_named
 
 
 class _Settings:
@@ -199,7 +108,7 @@ class Economist:
                 continue
             same_region = (old.system_hash, old.tools_hash, old.settings_hash) == (
                 new.system_hash, new.tools_hash, new.settings_hash)
-            if same_region and _common_prefix(old.unit_hashes, new.unit_hashes) >= len(old.unit_hashes) - 1:
+            if same_region and common_prefix(old.unit_hashes, new.unit_hashes) >= len(old.unit_hashes) - 1:
                 continue  # the new request extends it: its entries are the new one's too
             kept.append(old)
         kept.append(new)
@@ -249,7 +158,7 @@ class Economist:
                     live_models.append(model)
                 # Another model's live cache: a cut inside the part it shares with
                 # this request would make that model's next request miss there.
-                other = min(_common_prefix(s.unit_hashes, units), last)
+                other = min(common_prefix(s.unit_hashes, units), last)
                 if shape.rewrite_at is not None:
                     other = min(other, max(0, shape.rewrite_at))
                 if other > index:
@@ -264,7 +173,7 @@ class Economist:
             return 0, "tools-changed"
         if s.settings_hash != shape.settings_hash:
             return 0, "settings-changed"
-        cp = _common_prefix(s.unit_hashes, shape.unit_hashes)
+        cp = common_prefix(s.unit_hashes, shape.unit_hashes)
         if shape.rewrite_at is not None:
             cp = min(cp, max(0, shape.rewrite_at))
         if cp < len(s.unit_hashes) - 1:
@@ -274,13 +183,15 @@ class Economist:
 
     # ---------------------------------------------------------------- decide
     def decide(self, shape: RequestShape, candidates: Sequence[Candidate],
-               policy: str | None = None) -> Plan:
-        policy = policy or str(self.settings["policy"])
-        brk = self.natural_break(shape)
+               policy: str | None = None, brk: Break | None = None) -> Plan:
+        """The plan for ``shape`` (``brk``: its natural break, when the caller has it)."""
+        pol = policy_named(policy or str(self.settings["policy"]))
+        if brk is None:
+            brk = self.natural_break(shape)
         plan = Plan(natural_break=brk)
         plan.figures = {"break": brk.index, "break_reason": brk.reason, "units": len(shape.unit_hashes),
                         "candidates": len(candidates), "dead_tokens": sum(c.saving for c in candidates)}
-        if policy == "off":
+        if not pol.cuts:
             plan.reason = "policy off"
             return plan
         if not candidates:
@@ -290,8 +201,9 @@ class Economist:
         free = [c for c in candidates if c.unit_index >= brk.index]
         free_saving = sum(c.saving for c in free)
         plan.figures["free_tokens"] = free_saving
-        if policy == "payback":
-            warm = self._payback(shape, brk, candidates, free, batch_min)
+        if pol.warm:
+            warm = pol.warm_plan(shape, brk, candidates, free, batch_min, self.conversations.get(shape.key),
+                                 self.settings, self._rates)
             if warm is not None:
                 return self._guard(shape, warm, brk)
         if free and free_saving >= batch_min:
@@ -319,31 +231,6 @@ class Economist:
 
             self.prices = PriceTable.load()
         return self.prices.rates(model)
-
-    def _payback(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate],
-                 free: list[Candidate], batch_min: int) -> Plan | None:
-        from scalpel_desktop.surgery.payback import payback_plan
-
-        return payback_plan(self, shape, brk, candidates, free, batch_min)
-
-
-def _common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
-    n = min(len(a), len(b))
-    if n and a[n - 1] == b[n - 1] and tuple(a[:n]) == tuple(b[:n]):
-        return n  # the common case: pure append
-    lo = 0
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-        lo = i + 1
-    return lo
-
-
-def ttl_seconds(ttl: str | None) -> float:
-    """Seconds for a ``cache_control.ttl`` value; unknown or absent: the longer one."""
-    if ttl is None:
-        return LONGEST_TTL_S
-    return TTL_SECONDS.get(ttl, LONGEST_TTL_S)
 
 
 def tool_changes_beta(headers: Mapping[str, str]) -> bool:

@@ -9,22 +9,13 @@ for what the bench measured).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Sequence
+from typing import Any, Callable, Sequence
 
-from scalpel_desktop.surgery.economist import (
-    LONGEST_TTL_S,
-    LOOKBACK_BLOCKS,
-    Break,
-    Candidate,
-    Plan,
-    RequestShape,
-)
-
-if TYPE_CHECKING:
-    from scalpel_desktop.surgery.economist import Economist
+from scalpel_desktop.surgery.plan import Break, Candidate, ConversationState, Plan, RequestShape
+from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S, LOOKBACK_BLOCKS
 
 
-def remaining_turns(econ: "Economist", key: Hashable) -> int:
+def remaining_turns(conv: ConversationState | None, settings: Any) -> int:
     """A conservative estimate of the turns a warm cut will keep saving.
 
     SPEC 5's estimate - the turns so far, clamped to payback_turns_min..max -
@@ -38,19 +29,18 @@ def remaining_turns(econ: "Economist", key: Hashable) -> int:
       so far is reached two times in three. Without it one real session
       ended two turns after a warm cut and came out 6% dearer.
     """
-    lo, hi = int(econ.settings["payback_turns_min"]), int(econ.settings["payback_turns_max"])
-    conv = econ.conversations.get(key)
+    lo, hi = int(settings["payback_turns_min"]), int(settings["payback_turns_max"])
     turns = conv.turns if conv else 0
     estimate = max(lo, min(hi, turns))
     if conv and conv.natural_breaks:
         estimate = min(estimate, max(1, turns // (conv.natural_breaks + 1)))
     return max(1, estimate // 2)
 
-def entry_before(econ: "Economist", shape: RequestShape, p: int, margin: float) -> int:
+
+def entry_before(conv: ConversationState | None, shape: RequestShape, p: int, margin: float) -> int:
     """Where the cache read stops when unit ``p`` changes: the end of the latest
     live entry at or before ``p`` that the last breakpoint's lookback reaches;
     0 (the start of the messages: the system entries still hit) when none does."""
-    conv = econ.conversations.get(shape.key)
     ents = conv.entries.get(shape.model, []) if conv else []
     n = len(shape.unit_hashes)
     blocks = shape.unit_blocks
@@ -66,24 +56,26 @@ def entry_before(econ: "Economist", shape: RequestShape, p: int, margin: float) 
             best = units
     return best
 
-def payback_plan(econ: "Economist", shape: RequestShape, brk: Break, candidates: Sequence[Candidate],
-                 free: list[Candidate], batch_min: int) -> Plan | None:
+
+def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
+                 batch_min: int, conv: ConversationState | None, settings: Any,
+                 rates_of: Callable[[str], Any]) -> Plan | None:
     """The best warm cut that repays its rewrite ``payback_factor`` times, or None.
 
     Cutting at unit ``p`` before the break re-bills, at the write rate, every
-    token from where the cache read then stops (``_entry_before``) to the
+    token from where the cache read then stops (``entry_before``) to the
     break; the saving is the cut tokens at the read rate on each remaining
     turn (``remaining_turns``).
     """
     warm = [c for c in candidates if c.unit_index < brk.index]
     if not warm or shape.unit_tokens is None:
         return None
-    rates = econ._rates(shape.model)
+    rates = rates_of(shape.model)
     read = float(rates.cache_read)
     write = float(rates.write_1h if shape.ttl_s >= LONGEST_TTL_S else rates.write_5m)
-    factor = float(econ.settings["payback_factor"])
-    margin = float(econ.settings["ttl_margin_s"])
-    remaining = remaining_turns(econ, shape.key)
+    factor = float(settings["payback_factor"])
+    margin = float(settings["ttl_margin_s"])
+    remaining = remaining_turns(conv, settings)
     free_saving = sum(c.saving for c in free)
     unit_tokens = shape.unit_tokens
     prefix = [0]
@@ -96,7 +88,7 @@ def payback_plan(econ: "Economist", shape: RequestShape, brk: Break, candidates:
         saving = sum(c.saving for c in chosen)
         if saving + free_saving < batch_min:
             continue
-        start = entry_before(econ, shape, p, margin)
+        start = entry_before(conv, shape, p, margin)
         region = prefix[end] - prefix[min(start, end)]
         # Cost now: the region is written (smaller by the cut) instead of read.
         extra = max(0, region - saving) * write - region * read

@@ -33,7 +33,8 @@ from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.surgery.doom import DoomSpan, is_stub
 from scalpel_desktop.surgery.stub import STUB_VERSION, spill_display_dir, stub_content, stub_text
-from scalpel_desktop.wire.view import ConversationView, canonical_bytes
+from scalpel_desktop.wire.hashing import canonical_bytes
+from scalpel_desktop.wire.view import ConversationView
 
 log = logging.getLogger("scalpel.surgery")
 

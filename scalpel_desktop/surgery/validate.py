@@ -16,6 +16,10 @@ switched pruning off for a whole session after one silent command).
 
 Untouched messages are the very same objects in both documents (the views
 rewrite copy-on-write), so validating a 2.9 MB body costs little.
+
+``rewrite_problem(view)`` is what the surgery stage asks before sending: this
+check, then the APIs' own request rules (``wire/api_rules.py``) on the
+rewritten body.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.wire import api_rules
 from scalpel_desktop.wire.jsoncodec import dumps
 
 
@@ -158,3 +163,53 @@ def validate_rewrite(original_doc: Any, new_doc: Any,
     # keeps the markers its content had: breakpoints stay in the same places
     # and their number (<= 4 or not, as the client sent it) is unchanged.
     return problems
+
+
+_API_CHECKS = {"messages": api_rules.validate_messages_body, "chat": api_rules.validate_chat_body,
+               "responses": api_rules.validate_responses_body}
+
+
+def api_problem(view: Any) -> str:
+    """The API's own 400 checks on the rewritten body. A problem the client's
+    original already had is the client's, and no reason to refuse."""
+    check = _API_CHECKS.get(view.endpoint)
+    if check is None:
+        return ""
+    try:
+        check(view.doc)
+        return ""
+    except api_rules.ApiError as e:
+        new = e.message
+    try:
+        check(view.original_doc)
+    except api_rules.ApiError as e:
+        if e.message == new:
+            return ""
+    return f"the API would refuse it: {new}"
+
+
+def rewritten_pairs(view: Any) -> list[tuple[Any, Any]]:
+    """(original unit, rewritten unit) of every unit ``view`` rewrote: once its rewrite
+    passed ``validate_rewrite``, each pair is known good (units are never mutated)."""
+    if view is None or not getattr(view, "replaced", None):
+        return []
+    old, new = view.original_doc.get(view.units_key), view.doc.get(view.units_key)
+    if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new):
+        return []
+    units = {r.unit_index for r in (view.result(t) for t in view.replaced) if r is not None}
+    return [(old[i], new[i]) for i in sorted(units) if old[i] is not new[i]]
+
+
+def rewrite_problem(view: Any, validated: Any = None) -> str:
+    """Why the rewritten view may not be sent ('' when it may).
+
+    ``validated``: the conversation's previous view, whose rewrite passed this
+    very check; its rewritten units that recur here (the same objects) are
+    not compared again."""
+    try:
+        problems = validate_rewrite(view.original_doc, view.doc, validated=rewritten_pairs(validated))
+    except Exception as e:  # noqa: BLE001
+        return f"validator error {type(e).__name__}: {e}"
+    if problems:
+        return "; ".join(str(p) for p in problems)[:300]
+    return api_problem(view)

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scalpel_desktop.errors import ActionError
+from scalpel_desktop.tools import removals
+from scalpel_desktop.tools.listing import inventory_listing
 from scalpel_desktop.tools.store import SOURCES, ToolStore
+from scalpel_desktop.tools.suggest import build_report
 
 OPS = ("remove", "restore", "on", "off", "list", "suggest", "history", "forget_pins")
 
@@ -25,23 +29,17 @@ def register(runtime: Any) -> None:
     runtime.register_action("tools", lambda payload: handle(runtime, payload))
 
 
-def _error(message: str) -> Exception:
-    try:
-        from scalpel_desktop.proxy.control import ActionError
-
-        return ActionError(message, status=400)
-    except ImportError:  # pragma: no cover
-        return ValueError(message)
+def _error(message: str) -> ActionError:
+    return ActionError(message, status=400, title="Tools")
 
 
 def _filter_stages(runtime: Any) -> list[Any]:
-    pipeline = getattr(runtime, "_pipeline", None)
-    return [s for s in getattr(pipeline, "stages", []) if getattr(s, "name", "") == "tool_filter"]
+    pipeline = runtime.pipeline
+    stage = pipeline.get("tool_filter") if pipeline is not None else None
+    return [stage] if stage is not None else []
 
 
 def handle(runtime: Any, payload: dict) -> dict:
-    from scalpel_desktop.tools import removals
-
     if not isinstance(payload, dict):
         raise _error("tools: expected a JSON object")
     op = payload.get("op")
@@ -68,14 +66,10 @@ def handle(runtime: Any, payload: dict) -> dict:
                 store.record(op, "", source)
             res = {"tool_filter": on, "changed": was != on}
         elif op == "list":
-            from scalpel_desktop.tools.listing import inventory_listing
-
             cfg = type("_Live", (), {"get": staticmethod(runtime.setting)})()
             res = inventory_listing(store, cfg)
         elif op == "suggest":
-            from scalpel_desktop.tools.suggest import build_report
-
-            res = build_report(store)
+            res = build_report(store, prices=runtime.prices)
         elif op == "history":
             res = {"history": store.history()}
         else:

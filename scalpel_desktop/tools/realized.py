@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 
 
 def billed_tier(usage: Usage) -> str:

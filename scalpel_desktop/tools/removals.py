@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from scalpel_desktop.errors import DataError
 from scalpel_desktop.tools import names as tn
 from scalpel_desktop.tools.store import ToolStore
 
 
-class RemovalError(ValueError):
+class RemovalError(DataError):
     """A bad removal request (bad name, ...): the message says what to do."""
+
+    title = "Tool removal refused"
 
 
 class NeedsForce(RemovalError):

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.tools import names as tn
 from scalpel_desktop.tools.store import ToolStore
 
@@ -43,6 +44,12 @@ class _Evidence:
 
 def build_report(store: ToolStore, *, prices: Any = None, min_sessions: int = MIN_SESSIONS,
                  min_days: float = MIN_DAYS) -> dict[str, Any]:
+    """``prices``: the caller's table (the runtime's, loaded once); None loads it here, once."""
+    if prices is None:
+        try:
+            prices = PriceTable.load()
+        except Exception:  # noqa: BLE001 - a bad price file: the report goes on unpriced
+            prices = None
     sessions = {r[0]: {"first_seen": r[1], "requests": r[2], "model": r[3]} for r in store.query(
         "SELECT s.session, s.first_seen, s.requests, s.model FROM tool_sessions s "
         "WHERE EXISTS (SELECT 1 FROM tool_declarations d WHERE d.session = s.session)")}
@@ -167,13 +174,9 @@ def _suggestion(e: _Evidence, sessions: dict[str, dict], prices: Any) -> dict[st
 
 
 def _rates(prices: Any, model: str) -> Any:
-    if not model:
+    if not model or prices is None:
         return None
     try:
-        if prices is None:
-            from scalpel_desktop.accounting.prices import PriceTable
-
-            prices = PriceTable.load()
         return prices.rates(model)
     except Exception:  # noqa: BLE001
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from scalpel_desktop.wire.content_parts import describe_parts
+from scalpel_desktop.wire.hashing import as_blocks
 from scalpel_desktop.wire.view import Breakpoint, ConversationView, ToolCall, ToolResult, Unit, find_cwd, ttl_of
 
 # Blocks inside a tool result's content that we understand well enough to
@@ -30,7 +31,6 @@ def describe_content(content: Any) -> tuple[str, int, bool]:
 
 
 class AnthropicView(ConversationView):
-    endpoint = "messages"
     endpoint = "messages"
     text_block_type = "text"
     units_key = "messages"
@@ -79,9 +79,7 @@ class AnthropicView(ConversationView):
         return describe_content(content)
 
     def _canonical_unit(self, raw: Any) -> Any:
-        if isinstance(raw, dict) and isinstance(raw.get("content"), str):
-            return {k: ([{"type": "text", "text": v}] if k == "content" else v) for k, v in raw.items()}
-        return None
+        return as_blocks(raw)
 
     def breakpoints(self) -> list[Breakpoint]:
         out: list[Breakpoint] = []

@@ -53,3 +53,13 @@ def parse_arguments(args: Any) -> Any:
         except ValueError:
             return args
     return args
+
+
+def lead_texts(units: Any, n: int = 6) -> list[str]:
+    """The texts of the first ``n`` units (``.raw`` messages: where a client states its
+    working directory). Shared by the Chat and Responses views."""
+    texts: list[str] = []
+    for u in units[:n]:
+        if isinstance(u.raw, dict):
+            texts += message_texts(u.raw.get("content"))
+    return texts

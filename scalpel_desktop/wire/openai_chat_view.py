@@ -12,22 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.wire.content_parts import describe_parts, message_texts, parse_arguments
+from scalpel_desktop.wire.content_parts import describe_parts, lead_texts, parse_arguments
 from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
 
 
-
-def lead_texts(units: list[Unit], n: int = 6) -> list[str]:
-    """The texts of the first ``n`` units (where a client states its working directory)."""
-    texts: list[str] = []
-    for u in units[:n]:
-        if isinstance(u.raw, dict):
-            texts += message_texts(u.raw.get("content"))
-    return texts
-
-
 class ChatView(ConversationView):
-    endpoint = "chat"
     endpoint = "chat"
     text_block_type = "text"
     units_key = "messages"

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.wire.content_parts import describe_parts, parse_arguments
-from scalpel_desktop.wire.openai_chat_view import lead_texts
+from scalpel_desktop.wire.content_parts import describe_parts, lead_texts, parse_arguments
 from scalpel_desktop.wire.view import ConversationView, ToolCall, ToolResult, Unit, find_cwd
 
 CALL_TYPES = ("function_call", "custom_tool_call")
 
 
 class ResponsesView(ConversationView):
-    endpoint = "responses"
     endpoint = "responses"
     text_block_type = "input_text"
     units_key = "input"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import zlib
 from typing import Any, Callable
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.wire.jsoncodec import loads
 
 MAX_JSON_BYTES = 32 * 1024 * 1024  # a JSON answer larger than this is not tapped

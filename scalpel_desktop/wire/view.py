@@ -1,7 +1,7 @@
 """One conversation view over the three request formats.
 
 The surgery never walks raw request JSON itself: it asks a view. A view is
-built over the parsed body (``view_for(endpoint, doc)``) and exposes
+built over the parsed body (``wire.formats.view_for(endpoint, doc)``) and exposes
 
 * ``units``: the history items in prefix order (Anthropic and Chat messages,
   Responses input items), each with ``.index``, ``.role`` and ``.raw``;
@@ -24,11 +24,12 @@ never modified: the only write operation is replacing one result's content.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from scalpel_desktop.wire.cache_rules import marker_ttl
+from scalpel_desktop.wire.hashing import canonical_bytes, digest, sha, unit_digest
 from scalpel_desktop.wire.jsoncodec import dumps
 
 ENDPOINTS = ("messages", "chat", "responses")
@@ -73,31 +74,9 @@ class Breakpoint:
     ttl: str  # "5m" | "1h"
 
 
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def strip_cache_control(obj: Any) -> Any:
-    """A copy without any ``cache_control`` key on dicts (markers are not content)."""
-    if isinstance(obj, dict):
-        return {k: strip_cache_control(v) for k, v in obj.items() if k != "cache_control"}
-    if isinstance(obj, list):
-        return [strip_cache_control(v) for v in obj]
-    return obj
-
-
-def canonical_bytes(obj: Any) -> bytes:
-    """Compact bytes of ``obj`` with cache markers removed; fast when it has none."""
-    data = dumps(obj)
-    if b'"cache_control"' in data:
-        data = dumps(strip_cache_control(obj))
-    return data
-
-
 def ttl_of(cache_control: Any) -> str:
-    if isinstance(cache_control, dict) and cache_control.get("ttl") == "1h":
-        return "1h"
-    return "5m"
+    """The TTL a marker asks for, leniently ("1h" or else "5m"): see ``wire/cache_rules.py``."""
+    return marker_ttl(cache_control)
 
 
 _CWD = re.compile(r"^\s*-?\s*(?:Primary working directory|Working directory):\s*(\S[^\n]*?)\s*$", re.M)
@@ -112,16 +91,6 @@ def find_cwd(texts: Iterable[str]) -> str | None:
     return None
 
 
-def unit_digest(obj: Any, canonical: Any = None) -> bytes:
-    """16-byte digest of one unit's canonical bytes (cache markers excluded).
-
-    Computed per view and memoised there; no cross-request cache keyed by
-    object identity, because a caller that mutates a message in place would
-    then be handed a stale digest.
-    """
-    return hashlib.sha256(canonical_bytes(obj if canonical is None else canonical)).digest()[:16]
-
-
 class ConversationView:
     """Base class; see the module docstring. Subclasses fill the indexes in ``_index``.
 
@@ -131,8 +100,6 @@ class ConversationView:
     """
 
     endpoint = ""  # "messages" | "chat" | "responses": which ``regions`` apply
-
-    endpoint = ""
     text_block_type = "text"  # the block type a stub uses when the content is a list
     units_key = "messages"
 
@@ -243,7 +210,7 @@ class ConversationView:
         for u in self._orig_units[n:]:
             canonical = self._canonical_unit(u.raw)
             data = canonical_bytes(u.raw if canonical is None else canonical)
-            hashes.append(hashlib.sha256(data).digest()[:16])
+            hashes.append(digest(data))
             sizes.append(len(data))
         self._orig_hashes, self._orig_sizes = hashes, sizes
 
@@ -368,36 +335,3 @@ def regions(endpoint: str, doc: Any) -> tuple[Any, Any, dict[str, Any]]:
         return lead, [doc.get("tools"), doc.get("functions")], settings
     settings = {k: doc.get(k) for k in ("tool_choice", "parallel_tool_calls", "reasoning")}
     return doc.get("instructions"), doc.get("tools"), settings
-
-
-def view_for(endpoint: str, doc: Any, previous: ConversationView | None = None) -> ConversationView | None:
-    """The view for ``endpoint`` ('messages' | 'chat' | 'responses'), or None when the body is not one.
-
-    ``previous``: the view of the conversation's previous request; its analysis
-    of the leading messages that are the very same objects in ``doc`` (see
-    ``pipeline/parse_reuse.py``) is shared instead of recomputed.
-    """
-    if not isinstance(doc, dict):
-        return None
-    try:
-        if endpoint == "messages":
-            from scalpel_desktop.wire.anthropic_view import AnthropicView
-
-            if not isinstance(doc.get("messages"), list):
-                return None
-            return AnthropicView(doc, previous)
-        if endpoint == "chat":
-            from scalpel_desktop.wire.openai_chat_view import ChatView
-
-            if not isinstance(doc.get("messages"), list):
-                return None
-            return ChatView(doc, previous)
-        if endpoint == "responses":
-            from scalpel_desktop.wire.openai_responses_view import ResponsesView
-
-            if not isinstance(doc.get("input"), list):
-                return None
-            return ResponsesView(doc, previous)
-    except (TypeError, AttributeError, KeyError, ValueError):
-        return None  # a shape we do not understand: no view, the request passes untouched
-    return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scalpel_desktop.accounting.cache_model import PromptCache, request_blocks
 from scalpel_desktop.accounting.tokens import rule_tokens
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.wire.jsoncodec import dumps
 
 CC5 = {"type": "ephemeral"}

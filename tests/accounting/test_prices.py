@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scalpel_desktop.accounting.prices import BUILTIN_PATH, TIERS, PriceTable, PriceTableError, merge_tables
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.paths import dirs
 
 M = 1_000_000

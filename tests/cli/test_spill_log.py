@@ -17,7 +17,7 @@ from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 from tests.support import REPO
 
 CWD = "/home/user/proj"

@@ -10,7 +10,7 @@ import pytest
 from scalpel_desktop.accounting.cache_model import PromptCache, request_blocks
 from scalpel_desktop.emulator.script import MARKER, conversation_shape, is_side_request
 from scalpel_desktop.emulator.testing import running_emulator
-from scalpel_desktop.emulator.validate import validate_messages_body
+from scalpel_desktop.wire.api_rules import validate_messages_body
 from scalpel_desktop.wire.jsoncodec import dumps
 from tests.emulator.helpers import post
 from tests.support import corpus_dir

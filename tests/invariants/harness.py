@@ -17,8 +17,8 @@ from scalpel_desktop.accounting.cache_model import PromptCache, min_cacheable_fo
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
-from scalpel_desktop.pipeline.seam import ApiRequest, Exchange, ResponseResult
-from scalpel_desktop.pipeline.surgery_stage import SurgeryStage
+from scalpel_desktop.exchange import ApiRequest, Exchange, ResponseResult
+from scalpel_desktop.surgery.stage import SurgeryStage
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog

@@ -33,7 +33,7 @@ from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans, is_stub
 from scalpel_desktop.surgery.surgeon import content_sha
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire.jsoncodec import dumps
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 from tests.invariants.agent_sessions import ALL_FEATURES, TTL_S, features, generate
 from tests.invariants.harness import COLD, run_session

@@ -28,12 +28,12 @@ from scalpel_desktop.emulator.testing import running_emulator
 from scalpel_desktop.pipeline import assemble
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
-from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage
+from scalpel_desktop.surgery.stage import build_surgery_stage
 from scalpel_desktop.runtime import Runtime
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.doom import is_stub
 from scalpel_desktop.wire.jsoncodec import dumps
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 from tests.invariants.agent_sessions import generate
 from tests.invariants.test_cost import reaches_a_free_batch
@@ -54,7 +54,7 @@ def surgery_pipeline(tmp_path, monkeypatch):
     """The runtime's pipeline with the surgery stage wired in (as the lead wires it)."""
     stages = []
 
-    def default_stages(config, *, ledger=None):
+    def default_stages(config, *, ledger=None, **kw):
         surgery = build_surgery_stage(config, connect(tmp_path / "surgery.db"), tmp_path / "spill", PRICES)
         stages.append(surgery)
         orig_request, orig_response = surgery.on_request, surgery.on_response

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from scalpel_desktop.emulator.validate import validate_messages_body
-from scalpel_desktop.pipeline.seam import ApiRequest, Exchange
+from scalpel_desktop.wire.api_rules import validate_messages_body
+from scalpel_desktop.exchange import ApiRequest, Exchange
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire.jsoncodec import dumps, loads
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 from tests.invariants.harness import Pipeline
 from tests.support import corpus_dir
@@ -59,8 +59,8 @@ def _send(pipe: Pipeline, headers: dict, body: dict, at: float) -> Exchange:
     api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages",
                      {k.lower(): v for k, v in headers.items()}, raw, at)
     ex = pipe.chain.process(api)
-    from scalpel_desktop.accounting.usage import Usage
-    from scalpel_desktop.pipeline.seam import ResponseResult
+    from scalpel_desktop.wire.usage import Usage
+    from scalpel_desktop.exchange import ResponseResult
 
     pipe.chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1.0, 1.0, at + 3))
     return ex

@@ -1,6 +1,6 @@
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
-from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult
+from scalpel_desktop.exchange import ApiRequest, ResponseResult
 
 
 def req(body=b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'):

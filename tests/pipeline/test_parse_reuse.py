@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
-from scalpel_desktop.pipeline.seam import ApiRequest, Exchange
+from scalpel_desktop.exchange import ApiRequest, Exchange
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.wire.jsoncodec import dumps, loads
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 from tests.invariants.agent_sessions import generate
 
@@ -55,7 +55,7 @@ def test_small_and_broken_bodies_are_left_to_the_lazy_parse():
     stage = ParseReuse()
     ex = _ex(b'{"model":"m","messages":[]}')
     stage.on_request(ex)
-    assert "layout" not in ex.notes and ex.doc == {"model": "m", "messages": []}
+    assert ex.layout is None and ex.doc == {"model": "m", "messages": []}
     ex = _ex(b"{not json" * 10_000)
     stage = ParseReuse(min_bytes=0)
     stage.on_request(ex)

@@ -5,11 +5,11 @@ import sqlite3
 
 import pytest
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.record import LedgerRecorder, build_row
-from scalpel_desktop.pipeline.seam import ApiRequest, Decision, ResponseResult
+from scalpel_desktop.exchange import ApiRequest, Decision, Realized, ResponseResult
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -44,8 +44,7 @@ class Cutter:
                                figures={"payback_turns": 1.5, "rewrite_tokens": 0, "kinds": {"superseded_read": 2},
                                         "note": SECRET_TEXT + " and much more text than a label holds",
                                         "blob": {"text": SECRET_TEXT}, "list": [1, 2, "x"]})
-        ex.notes["realized"] = [{"kind": "surgery", "tokens": 1000, "usd": 0.0003},
-                                {"kind": "tool_filter", "tokens": 234, "usd": 0.0000702}, "junk"]
+        ex.realized = [Realized("surgery", 1000, 0.0003), Realized("tool_filter", 234, 0.0000702)]
 
     def on_response(self, ex):
         pass

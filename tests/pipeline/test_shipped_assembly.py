@@ -26,7 +26,7 @@ from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime import Runtime
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.surgery.doom import is_stub
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 from tests.support import claude_bin
 from tests.support.claude_cli import run_claude
 

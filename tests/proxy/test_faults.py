@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from scalpel_desktop.config import Config
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.proxy.portcheck import PortInUse
 from scalpel_desktop.runtime import Runtime
 from tests.proxy.conftest import SENTINEL_KEY, SentRecorder, wait_for

@@ -7,7 +7,7 @@ import time
 
 import httpx2
 
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.proxy.forward import endpoint_of, error_body, split_route
 from tests.proxy.conftest import SENTINEL_KEY
 

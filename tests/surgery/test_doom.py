@@ -6,7 +6,7 @@ import pytest
 
 from scalpel_desktop.surgery.doom import bash_read, find_doom_spans, is_snapshot_tool
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 CWD = "/home/user/proj"
 BIG = file_text("/home/user/proj/a.py", 40)  # ~750 tokens

@@ -7,14 +7,9 @@ from scalpel_desktop.surgery.payback import remaining_turns
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.surgery.economist import (
-    MIN_CACHEABLE_GUARD,
-    Candidate,
-    Economist,
-    RequestShape,
-    tool_changes_beta,
-    ttl_seconds,
-)
+from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
+from scalpel_desktop.surgery.plan import MIN_CACHEABLE_GUARD, Candidate, RequestShape
+from scalpel_desktop.wire.cache_rules import ttl_seconds
 
 KEY = ("session-1", "")
 OPUS = "claude-opus-4-5"
@@ -297,10 +292,10 @@ def test_payback_refuses_a_deep_rewrite_for_a_small_saving():
 def test_payback_turns_are_clamped_to_max():
     e = econ(policy="payback", payback_turns_max=7)
     _warm_session(e, 30, n_units=80)
-    assert remaining_turns(e, KEY) == 7 // 2
+    assert remaining_turns(e.conversations.get(KEY), e.settings) == 7 // 2
     e2 = econ(policy="payback")
     _warm_session(e2, 2)
-    assert remaining_turns(e2, KEY) == 5 // 2  # clamped up to payback_turns_min, halved
+    assert remaining_turns(e2.conversations.get(KEY), e2.settings) == 5 // 2  # clamped up to payback_turns_min, halved
 
 
 def test_remaining_turns_no_more_than_the_run_between_natural_breaks():
@@ -312,7 +307,7 @@ def test_remaining_turns_no_more_than_the_run_between_natural_breaks():
         sent(e, shape(units(10 + 2 * i), at=t))
         t += 10
     assert e.conversations[KEY].natural_breaks == 2
-    assert remaining_turns(e, KEY) == (12 // 3) // 2
+    assert remaining_turns(e.conversations.get(KEY), e.settings) == (12 // 3) // 2
 
 
 def test_payback_uses_the_cold_rule_when_the_break_makes_cuts_free():

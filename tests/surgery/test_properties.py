@@ -23,7 +23,7 @@ from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 CWD = "/home/user/proj"
 ACTIONS = ("read", "read", "edit", "write", "bash_ok", "bash_fail", "parallel", "agent", "ask", "snapshot",

@@ -11,7 +11,7 @@ from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire import jsoncodec
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 from tests.support import corpus_dir
 from tests.wire.test_view import corpus_bodies
 

@@ -14,7 +14,7 @@ from scalpel_desktop.surgery.surgeon import Surgeon, content_sha
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire import jsoncodec
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 CWD = "/home/user/proj"
 

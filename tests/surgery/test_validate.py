@@ -6,7 +6,7 @@ import copy
 
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.surgery.validate import validate_rewrite
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 STUB = "[scalpel: superseded read removed (~700 tokens). Original: ~/spill/ab/ab ]"
 

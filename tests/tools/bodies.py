@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scalpel_desktop.pipeline.seam import ApiRequest
+from scalpel_desktop.exchange import ApiRequest
 from scalpel_desktop.wire.jsoncodec import dumps
 
 SKILLS_TEXT = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
-from scalpel_desktop.pipeline.inventory_stage import InventoryStage
+from scalpel_desktop.tools.inventory_stage import InventoryStage
 from scalpel_desktop.tools.inventory import calls_in, declared_items, summary_of
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.wire.jsoncodec import dumps

@@ -9,7 +9,7 @@ import pytest
 
 from scalpel_desktop.surgery.testing import SessionBuilder
 from scalpel_desktop.wire import jsoncodec
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 from tests.support import CORPUS, corpus_dir
 
 

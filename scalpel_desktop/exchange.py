@@ -1,10 +1,15 @@
-"""The one interface between the proxy and everything that looks at requests.
+"""The flow model: one request on its way through the pipeline, and what stages say about it.
 
 The proxy builds an ``ApiRequest`` for each API call, asks the pipeline to
 ``process`` it, forwards ``exchange.body_to_send()`` (the original bytes
 unless a stage changed them), and hands the response's usage and timings to
-``complete``. It knows nothing else about the pipeline. Nothing here imports
-aiohttp: the core stays pure.
+``complete``. It knows nothing else about the pipeline.
+
+Stages talk to each other only through the typed fields of ``Exchange``
+(where each message sits, where the client rewrote its history, what the
+surgery sent, the tool filter's pin, the realized savings): no string keys.
+At the bottom of the house: imports only ``wire/``; nothing here imports
+aiohttp.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
-from scalpel_desktop.accounting.usage import Usage
 from scalpel_desktop.wire.identity import ConversationKey
+from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
+from scalpel_desktop.wire.layout import Layout
+from scalpel_desktop.wire.usage import Usage
 
 _UNPARSED = object()
 
@@ -55,6 +62,37 @@ class ResponseResult:
 
 
 @dataclass
+class Realized:
+    """A saving measured from the provider's usage counts (summed by the ledger recorder)."""
+
+    kind: str  # surgery | tool_filter
+    tokens: int
+    usd: float | None
+
+
+@dataclass
+class SurgerySent:
+    """What the surgery stage sent for one request, kept until its response ends."""
+
+    serial: int
+    key: Any
+    model: str
+    stubs: list[tuple[str, float, int, str]] = field(default_factory=list)  # (id, position 0..1, tokens saved, new|replayed)
+    rewrite_tokens: int = 0
+
+
+@dataclass
+class ToolFilterNote:
+    """What the tool filter did to one request (its session's pin and the outcome)."""
+
+    pinned: list[str]
+    kept: dict[str, Any]
+    left_alone: str = ""
+    removed: list[tuple[str, int]] = field(default_factory=list)  # (name, tokens) not sent
+    realized: dict[str, Any] | None = None  # {"tokens", "usd", "tier"} after the response
+
+
+@dataclass
 class Exchange:
     """One request on its way through the pipeline."""
 
@@ -66,15 +104,20 @@ class Exchange:
     new_body: bytes | None = None  # set by a stage that changed the request
     decision: Decision = field(default_factory=Decision)
     response: ResponseResult | None = None
-    notes: dict[str, Any] = field(default_factory=dict)  # per-stage scratch space
+    # Parse-reuse: where each message sits in the raw body, and the remembered body it matched.
+    layout: Layout | None = None
+    layout_base: bytes | None = None
+    # A replay that knows where the client rewrote its history (the bench) sets this.
+    client_rewrite_at: int | None = None
+    surgery: SurgerySent | None = None
+    tool_filter: ToolFilterNote | None = None
+    realized: list[Realized] = field(default_factory=list)
     _doc: Any = field(default=_UNPARSED, repr=False)
 
     @property
     def doc(self) -> Any:
         """The parsed JSON body (None when it is not JSON). Parsed once, lazily."""
         if self._doc is _UNPARSED:
-            from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
-
             try:
                 self._doc = loads(self.request.body) if self.request.body else None
             except (JSONDecodeError, ValueError):
@@ -111,6 +154,17 @@ class Stage(Protocol):
 
 
 class Pipeline(Protocol):
+    """What the proxy sees of the pipeline (``pipeline.chain.Chain``)."""
+
     def process(self, request: ApiRequest, *, paused: bool | None = None) -> Exchange: ...
 
     def complete(self, ex: Exchange, result: ResponseResult) -> None: ...
+
+    def observe_only(self) -> bool | None:
+        """The pause switch as read now when no stage that could change a body would
+        run (``True``/``False``); None when one would."""
+        ...
+
+    def get(self, name: str) -> Any:
+        """The stage called ``name``, or None."""
+        ...

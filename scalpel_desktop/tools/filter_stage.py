@@ -8,7 +8,7 @@ mutating stage that builds from ``ex.doc`` keeps the change.
 
 Realized savings are recorded only after the response: tokens really not sent,
 priced at the tier that request was billed at (``tools/realized.py``), into
-``ex.notes["realized"]`` (summed by the ledger recorder) and the
+``ex.realized`` (summed by the ledger recorder) and the
 ``tool_filter_savings`` table.
 
 Construction (both tool stages share one store and one writer)::
@@ -23,15 +23,17 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from scalpel_desktop.pipeline.seam import Decision, Exchange
-from scalpel_desktop.pipeline.surgery_support import round_trips_by_layout
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.exchange import Decision, Exchange, Realized, ToolFilterNote
 from scalpel_desktop.tools.filter import filter_request
+from scalpel_desktop.tools.inventory_stage import InventoryStage
 from scalpel_desktop.tools.pins import SessionPins
 from scalpel_desktop.tools.realized import billed_tier, price
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.tools.writer import BackgroundWriter
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps, round_trips
+from scalpel_desktop.wire.layout import round_trips_by_layout
 
 log = logging.getLogger("scalpel.tools")
 
@@ -60,22 +62,20 @@ class ToolFilterStage:
         if not pin.names:
             return
         result = filter_request(doc, pin.names)
-        note: dict[str, Any] = {"pinned": sorted(pin.names), "kept": dict(result.kept)}
-        if result.left_alone:
-            note["left_alone"] = result.left_alone
-        ex.notes["tool_filter"] = note
+        note = ToolFilterNote(sorted(pin.names), dict(result.kept), result.left_alone or "")
+        ex.tool_filter = note
         if not result.changed:
             return
         # The messages are already proven to be their own bytes by parse-reuse's layout:
         # re-serialize only the rest (a 2.9 MB body would otherwise be dumped twice here).
-        if ex.new_body is None and not round_trips_by_layout(req.body, doc, ex.notes.get("layout"), round_trips):
-            note["left_alone"] = "body does not round-trip through the codec"
+        if ex.new_body is None and not round_trips_by_layout(req.body, doc, ex.layout, round_trips):
+            note.left_alone = "body does not round-trip through the codec"
             return
         for k in ("tools", "messages"):
             if k in result.doc and result.doc[k] is not doc.get(k):
                 doc[k] = result.doc[k]
         ex.new_body = dumps(doc)
-        note["removed"] = [(r.name, r.tokens) for r in result.removed]
+        note.removed = [(r.name, r.tokens) for r in result.removed]
         tokens = result.tokens
         if ex.decision.action == "unchanged":
             ex.decision = Decision("filtered", f"tool filter: {len(result.removed)} declaration(s) not sent",
@@ -84,8 +84,8 @@ class ToolFilterStage:
             ex.decision.figures["tool_filter_tokens"] = tokens
 
     def on_response(self, ex: Exchange) -> None:
-        note = ex.notes.get("tool_filter")
-        if not note or not note.get("removed") or ex.new_body is None:
+        note = ex.tool_filter
+        if note is None or not note.removed or ex.new_body is None:
             return
         resp = ex.response
         if resp is None or resp.usage is None or resp.status >= 400:
@@ -96,21 +96,19 @@ class ToolFilterStage:
             rates = rates.for_prompt(resp.usage.prompt_tokens)  # long-context tiers
         total_tokens, total_usd, rows = 0, 0.0, []
         key = ex.key
-        for name, tokens in note["removed"]:
+        for name, tokens in note.removed:
             usd = price(tokens, tier, rates)
             total_tokens += tokens
             total_usd += usd or 0.0
             rows.append((resp.finished_at, key.session_id if key else "", key.agent_id if key else "",
                          ex.model, name, tokens, tier, usd))
-        note["realized"] = {"tokens": total_tokens, "usd": total_usd if rates is not None else None, "tier": tier}
-        ex.notes.setdefault("realized", []).append({"kind": "tool_filter", "tokens": total_tokens, "usd": total_usd})
+        note.realized = {"tokens": total_tokens, "usd": total_usd if rates is not None else None, "tier": tier}
+        ex.realized.append(Realized("tool_filter", total_tokens, total_usd))
         self.writer.submit(self.store.add_savings, rows)
 
     def _rates(self, model: str) -> Any:
         try:
             if self._prices is None:
-                from scalpel_desktop.accounting.prices import PriceTable
-
                 self._prices = PriceTable.load()
             return self._prices.rates(model)
         except Exception:  # noqa: BLE001 - an unknown model is priced as unknown, not guessed
@@ -130,8 +128,6 @@ def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None,
     ``enabled`` says whether the filter is on for sessions starting now; default:
     ``config.get("tool_filter")`` read live (a runtime may pass ``lambda: runtime.setting("tool_filter")``
     so start-up overrides count too)."""
-    from scalpel_desktop.pipeline.inventory_stage import InventoryStage
-
     store = ToolStore.open(db_path)
     writer = BackgroundWriter()
     if enabled is None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scalpel_desktop.pipeline.conversation_memo import Layout, Memo, Snapshot
+from scalpel_desktop.surgery.memo import Memo, Snapshot
+from scalpel_desktop.wire.layout import Layout
 
 
 def _snap(n: int, sent: int | None = None) -> Snapshot:

@@ -20,7 +20,7 @@ removed token at the rate its position was billed at in this request - cache
 read, cache write, or plain input after the last cached point.
 
 Speed: per conversation the stage keeps the previous request (raw bytes, where
-each message sits, hashes, the body sent with its stubs: ``conversation_memo``).
+each message sits, hashes, the body sent with its stubs: ``surgery/memo.py``).
 When the new request's bytes match it up to the previous last message, the
 new messages alone are located and hashed; and when the economist's break
 leaves nothing that could be cut (cold: every result at or after the break is
@@ -30,9 +30,13 @@ Everything the bench needs is injectable: config, spill, cut log, economist,
 prices; times come from ``ApiRequest.received_at`` and
 ``ResponseResult.finished_at``. A replay that knows where the client rewrote
 its history (a transcript's real usage shows the cache read stopping early)
-but cannot show it in the bodies sets ``ex.notes["client_rewrite_at"]`` to
-that message index before ``on_request``: the economist then treats the
-request as the live proxy would have seen it.
+but cannot show it in the bodies sets ``ex.client_rewrite_at`` to that
+message index before ``on_request``: the economist then treats the request
+as the live proxy would have seen it.
+
+Both paths end in the same decision builder (``_decide``) over the
+economist's plan, and compute the natural break once per request (handed to
+``decide`` and ``record_sent``).
 """
 
 from __future__ import annotations
@@ -41,27 +45,32 @@ import logging
 import threading
 from typing import Any
 
+from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.config import setting
-from scalpel_desktop.pipeline.conversation_memo import CLOSE, Layout, Memo, Snapshot, locate, region_hash, unit_hash
-from scalpel_desktop.pipeline.seam import Decision, Exchange
-from scalpel_desktop.pipeline.surgery_support import (
-    Sent,
-    excluded,
-    int_or_none,
-    message_ttl_s,
-    realized,
-    rewrite_problem,
-    round_trips_by_layout,
-    stub_positions,
-)
-from scalpel_desktop.surgery.economist import Candidate, Economist, RequestShape, tool_changes_beta
+from scalpel_desktop.exchange import Decision, Exchange, Realized, SurgerySent
+from scalpel_desktop.store.db import connect
+from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.store.cutlog import CutLog
+from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
+from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
+from scalpel_desktop.surgery.exclude import excluded
+from scalpel_desktop.surgery.memo import Memo, Snapshot
+from scalpel_desktop.surgery.offsets import stub_positions
+from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
+from scalpel_desktop.surgery.policies import Policy, policy_named
+from scalpel_desktop.surgery.realized import realized
+from scalpel_desktop.surgery.surgeon import Surgeon
+from scalpel_desktop.surgery.validate import rewrite_problem
+from scalpel_desktop.wire.cache_rules import message_ttl_s
+from scalpel_desktop.wire.formats import view_for
+from scalpel_desktop.wire.hashing import message_hash, region_hash
 from scalpel_desktop.wire.identity import conversation_key
-from scalpel_desktop.wire.jsoncodec import dumps
+from scalpel_desktop.wire.jsoncodec import dumps, round_trips
+from scalpel_desktop.wire.layout import CLOSE, Layout, locate, round_trips_by_layout
 from scalpel_desktop.wire.view import ENDPOINTS, regions
 
 log = logging.getLogger("scalpel.surgery")
-
 
 
 class SurgeryStage:
@@ -70,19 +79,17 @@ class SurgeryStage:
 
     def __init__(self, config: Any, spill: Any, cutlog: Any, economist: Economist | None = None,
                  prices: Any = None):
+        """``config``: the settings (a ``Settings``, a ``Config`` or a mapping), read live."""
         self.config = config
         self.spill = spill
         self.cutlog = cutlog
         if prices is None:
-            from scalpel_desktop.accounting.prices import PriceTable
-
-            prices = PriceTable.load()
+            prices = economist.prices if economist is not None and economist.prices is not None \
+                else PriceTable.load()
         self.prices = prices
         self.economist = economist or Economist(config, prices)
         if self.economist.prices is None:
             self.economist.prices = prices
-        from scalpel_desktop.surgery.surgeon import Surgeon
-
         self.surgeon = Surgeon(spill, cutlog)
         self.memo = Memo()
         # The proxy runs the pipeline on a thread pool: one request at a time in here
@@ -108,7 +115,7 @@ class SurgeryStage:
         ex.key = key
         model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
         ckey = (key.session_id, key.agent_id) if hasattr(key, "session_id") else key
-        policy = str(self._get("policy"))
+        pol = policy_named(self._get("policy"))
         # An earlier mutating stage (the tool filter) may have rewritten the body from
         # ex.doc already: its bytes are the base we work on, and what fail-open keeps.
         base = ex.new_body if ex.new_body is not None else req.body
@@ -116,22 +123,20 @@ class SurgeryStage:
         snap = None
         if req.endpoint == "messages":
             snap = self.memo.get(ckey)
-            given = ex.notes.get("layout")
-            if base is req.body and snap is not None and given is not None and ex.notes.get("layout_base") is snap.raw \
+            given = ex.layout
+            if base is req.body and snap is not None and given is not None and ex.layout_base is snap.raw \
                     and given.reused == len(snap.layout.ends) - 1:
                 layout = given  # parse-reuse already matched this very previous body
             else:
                 layout = locate(base, doc, snap)
             if snap is not None and layout is not None and layout.reused \
-                    and self._fast(ex, doc, ckey, model, policy, snap, layout, base):
+                    and self._fast(ex, doc, ckey, model, pol, snap, layout, base):
                 return
         # The last view analysed in full: its per-result work and its validated
         # rewritten messages are shared with this one where the messages are the
         # very same objects (parse-reuse hands them over); elsewhere nothing is.
         prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
-        from scalpel_desktop.wire.view import view_for
-
         view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return
@@ -139,18 +144,13 @@ class SurgeryStage:
             ex.decision = Decision("unchanged", "working directory excluded")
             return
         replayed = self._reapply(view, prev_view)
-        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout, prev_view), layout, policy,
-                            blocks=view if policy == "payback" else None)
-        brk = self.economist.natural_break(shape)
+        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout, prev_view), layout, pol)
+        brk = self.economist.natural_break(shape)  # once per request: decide and record_sent get it
         spans = []
-        if policy != "off" and (policy == "payback" or _results_from(view, brk.index) > int(self._get("keep_recent"))):
-            from scalpel_desktop.surgery.doom import find_doom_spans
-
+        if pol.looks_for_dead(_results_from(view, brk.index), int(self._get("keep_recent"))):
             spans = find_doom_spans(view, self.config, tier=int(self._get("tier")))
-        from scalpel_desktop.surgery.doom import STUB_TOKENS
-
         candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
-        plan = self.economist.decide(shape, candidates, policy=policy)
+        plan = self.economist.decide(shape, candidates, policy=pol.name, brk=brk)
         cuts: list = []
         if plan.cut_ids:
             wanted = set(plan.cut_ids)
@@ -160,51 +160,57 @@ class SurgeryStage:
             except Exception as e:  # noqa: BLE001 - no spill, no cut
                 log.warning("cut failed, forwarding without new cuts: %s", e)
                 self.surgeon.discard()
-                return self._forward_original(ex, shape, f"cut failed: {type(e).__name__}: {e}", view, layout)
+                return self._forward_original(ex, shape, brk, f"cut failed: {type(e).__name__}: {e}", view, layout)
         body = base
         if view.replaced:
-            from scalpel_desktop.wire.jsoncodec import round_trips
-
             if not round_trips_by_layout(base, view.original_doc, layout, round_trips):
                 self.surgeon.discard(cuts)
-                return self._forward_original(ex, shape, "body does not round-trip through the codec: forwarded as sent",
+                return self._forward_original(ex, shape, brk,
+                                              "body does not round-trip through the codec: forwarded as sent",
                                               view, layout)
             body = view.serialize()
             problem = rewrite_problem(view, validated=prev_view)
             if problem:
                 self.surgeon.discard(cuts)
-                return self._forward_original(ex, shape, f"rewrite refused: {problem}", view, layout)
+                return self._forward_original(ex, shape, brk, f"rewrite refused: {problem}", view, layout)
             if cuts:
                 self.surgeon.commit(cuts)
             ex.new_body = body
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
-        serial = self.economist.record_sent(shape, sent_hashes, plan.natural_break)
-        sent = Sent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
+        serial = self.economist.record_sent(shape, sent_hashes, brk)
+        sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
         positions = stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
-        ex.notes["surgery"] = sent
+        ex.surgery = sent
         if layout is not None:
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
-        removed = sum(t for _, _, t, _ in sent.stubs)
+        self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs))
+
+    @staticmethod
+    def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,
+                extra: dict[str, Any] | None = None) -> None:
+        """The decision for the ledger, from the economist's plan: ONE builder for both paths."""
         figures = dict(plan.figures)
-        figures.update({"replayed": len(replayed), "new_cuts": len(cuts)})
+        figures.update({"replayed": replayed, "new_cuts": len(cuts)})
+        if extra:
+            figures.update(extra)
         if cuts:
             figures["tokens_cut"] = sum(c.saved_tokens for c in cuts)
             figures["rewrite_tokens"] = plan.rewrite_tokens
             ex.decision = Decision("cut", plan.reason, removed, figures)
-        else:
-            reason = plan.reason
-            if plan.cut_ids:
-                reason = f"surgeon could not cut; {reason}"
-            if replayed:
-                reason = f"replayed {len(replayed)} earlier cuts; {reason}"
-            ex.decision = Decision("unchanged", reason, removed, figures)
+            return
+        reason = plan.reason
+        if plan.cut_ids:
+            reason = f"surgeon could not cut; {reason}"
+        if replayed:
+            reason = f"replayed {replayed} earlier cuts; {reason}"
+        ex.decision = Decision("unchanged", reason, removed, figures)
 
-    def _fast(self, ex: Exchange, doc: dict, ckey: Any, model: str, policy: str, snap: Snapshot,
+    def _fast(self, ex: Exchange, doc: dict, ckey: Any, model: str, pol: Policy, snap: Snapshot,
               layout: Layout, raw: bytes) -> bool:
         """The common case: same history plus new messages, nothing cuttable at or after the
         break. Sends the previous body's prefix (with its stubs) plus the new bytes."""
-        if policy == "payback" or self._get("exclude_dirs"):
+        if pol.warm or self._get("exclude_dirs"):
             return False
         k = layout.reused
         msgs = doc["messages"]
@@ -215,9 +221,9 @@ class SurgeryStage:
         if tail_ids and self.cutlog.lookup([t for t in tail_ids if isinstance(t, str)]):
             return False
         hashes = tuple(snap.sent_hashes[:k]) + tuple(layout.hashes[k:])
-        shape = self._shape(ex, doc, ckey, model, hashes, layout, policy)
+        shape = self._shape(ex, doc, ckey, model, hashes, layout, pol)
         brk = self.economist.natural_break(shape)
-        if policy != "off" and _results_in(msgs[brk.index:]) > int(self._get("keep_recent")):
+        if pol.looks_for_dead(_results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
             return False
         body = None
         if snap.sent is not None:
@@ -225,18 +231,15 @@ class SurgeryStage:
             body = snap.sent[: cut + snap.shift[k - 1]] + raw[cut:]
             ex.new_body = body
         size = max(1, len(body if body is not None else raw))
+        plan = self.economist.decide(shape, (), policy=pol.name, brk=brk)  # nothing to cut: the plan says why
         serial = self.economist.record_sent(shape, hashes, brk)
-        sent = Sent(serial, ckey, model, [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs])
-        ex.notes["surgery"] = sent
+        sent = SurgerySent(serial, ckey, model,
+                           [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs])
+        ex.surgery = sent
         self.memo.put(ckey, Snapshot(raw, layout, body, snap.shift[:k] + [snap.shift[k - 1]] * (len(msgs) - k),
                                      list(hashes), list(snap.stubs), view=snap.view))
-        removed = sum(s[2] for s in snap.stubs)
-        reason = "policy off" if policy == "off" else f"warm: nothing dead at or after break {brk.index} ({brk.reason})"
-        if snap.stubs:
-            reason = f"replayed {len(snap.stubs)} earlier cuts; {reason}"
-        ex.decision = Decision("unchanged", reason, removed,
-                               {"break": brk.index, "break_reason": brk.reason, "units": len(msgs),
-                                "replayed": len(snap.stubs), "new_cuts": 0, "reused_units": k})
+        self._decide(ex, plan, replayed=len(snap.stubs), cuts=[], removed=sum(s[2] for s in snap.stubs),
+                     extra={"reused_units": k})
         return True
 
     def _remember(self, ckey: Any, raw: bytes, layout: Layout, view: Any, sent: bytes | None,
@@ -255,26 +258,22 @@ class SurgeryStage:
         stubs = [(tid, off, saved, unit) for tid, off, saved, _, unit in positions if off >= 0]
         self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs, view=view))
 
-    def _forward_original(self, ex: Exchange, shape: RequestShape, reason: str, view: Any,
+    def _forward_original(self, ex: Exchange, shape: RequestShape, brk: Break, reason: str, view: Any,
                           layout: Layout | None) -> None:
         """Fail open: the bytes we were given go out, and the economist remembers THEM as sent."""
         # (view.original_doc is what an earlier stage left in ex.doc: keep its body.)
         hashes = shape.unit_hashes
         if view.replaced:
-            from scalpel_desktop.wire.view import view_for
-
             original = view_for(view.endpoint, view.original_doc)
             hashes = tuple(self._hashes(original, layout)) if original is not None else ()
-        serial = self.economist.record_sent(shape, hashes)
-        ex.notes["surgery"] = Sent(serial, shape.key, shape.model)
+        serial = self.economist.record_sent(shape, hashes, brk)
+        ex.surgery = SurgerySent(serial, shape.key, shape.model)
         ex.decision = Decision("unchanged", reason[:300])
 
     def _reapply(self, view: Any, previous: Any = None) -> dict[str, int]:
         """Re-apply logged cuts; return {tool_use_id: tokens saved} of the replayed ones."""
         if not self.surgeon.reapply(view, previous=previous):
             return {}
-        from scalpel_desktop.surgery.doom import STUB_TOKENS
-
         records = self.cutlog.lookup(list(view.replaced))
         return {tid: max(0, rec.tokens - STUB_TOKENS) for tid, rec in records.items() if tid in view.replaced}
 
@@ -284,7 +283,7 @@ class SurgeryStage:
             self._on_response(ex)
 
     def _on_response(self, ex: Exchange) -> None:
-        sent: Sent | None = ex.notes.get("surgery")
+        sent = ex.surgery
         res = ex.response
         if sent is None or res is None:
             return
@@ -294,7 +293,7 @@ class SurgeryStage:
         if usage is None or res.status >= 400 or not sent.stubs:
             return
         tokens, usd = realized(self.prices, sent, usage)
-        ex.notes.setdefault("realized", []).append({"kind": "surgery", "tokens": tokens, "usd": usd})
+        ex.realized.append(Realized("surgery", tokens, usd))
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -308,7 +307,7 @@ class SurgeryStage:
             return tuple(view.unit_hashes())
         msgs = view.doc["messages"]
         if layout is None or len(layout.hashes) != len(msgs):
-            return tuple(unit_hash(m) for m in msgs)
+            return tuple(message_hash(m) for m in msgs)
         hashes = list(layout.hashes)
         known = previous.__dict__.get(_HASHES_OF_REWRITTEN, {}) if previous is not None else {}
         mine: dict[int, tuple[Any, bytes]] = {}
@@ -318,16 +317,16 @@ class SurgeryStage:
                 i = r.unit_index
                 m = msgs[i]
                 got = mine.get(i) or known.get(i)
-                h = got[1] if got is not None and got[0] is m else unit_hash(m)
+                h = got[1] if got is not None and got[0] is m else message_hash(m)
                 hashes[i] = h
                 mine[i] = (m, h)
         view.__dict__[_HASHES_OF_REWRITTEN] = mine
         return tuple(hashes)
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
-               policy: str, blocks: Any = None) -> RequestShape:
+               pol: Policy) -> RequestShape:
         unit_tokens = unit_blocks = None
-        if policy == "payback":
+        if pol.warm:  # a warm cut is weighed message by message
             msgs = doc.get("messages") or doc.get("input") or []
             sizes = layout.sizes if layout is not None else [len(dumps(m)) for m in msgs]
             unit_tokens = [int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes]
@@ -348,7 +347,7 @@ class SurgeryStage:
             unit_tokens=unit_tokens,
             unit_blocks=unit_blocks,
             total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
-            rewrite_at=int_or_none(ex.notes.get("client_rewrite_at")),
+            rewrite_at=ex.client_rewrite_at,
         )
 
 
@@ -375,15 +374,8 @@ def _results_from(view: Any, unit: int) -> int:
 def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
                         prices: Any = None) -> SurgeryStage:
     """The stage as the proxy runs it: the ledger DB's surgery log, the spill dir."""
-    from scalpel_desktop.store.spill import SpillStore
-    from scalpel_desktop.store.cutlog import CutLog
-
     if db_conn is None:
-        from scalpel_desktop.store.db import connect
-
         db_conn = connect()
     if prices is None:
-        from scalpel_desktop.accounting.prices import PriceTable
-
         prices = PriceTable.load()
     return SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn), Economist(config, prices), prices)

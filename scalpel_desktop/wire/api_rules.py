@@ -1,4 +1,8 @@
-"""Request validation the way the real APIs answer 400.
+"""The APIs' request rules: what the real APIs answer 400 to.
+
+Shipped code checks every rewrite against these (``surgery/validate.py``);
+the emulator answers with them. One definition of the cache marker rules
+(``check_breakpoints``) serves both and the cache model.
 
 Strict where the real API is strict (tool results answer the preceding
 assistant turn's tool uses, every tool use is answered, no empty text, at most
@@ -11,10 +15,29 @@ or ``output_config``). The corpus test checks every captured body passes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scalpel_desktop.accounting.cache_model import CACHE_TTLS, CacheControlError, check_breakpoints
+from scalpel_desktop.wire.cache_rules import CACHE_TTLS, MAX_BREAKPOINTS
+
+
+class CacheControlError(ValueError):
+    """A request the real API rejects for its cache markers (HTTP 400)."""
+
+
+def check_breakpoints(ttls: Sequence[str]) -> None:
+    """The API's own checks on the cache markers of one request, in order tools -> system -> messages."""
+    if len(ttls) > MAX_BREAKPOINTS:
+        raise CacheControlError(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(ttls)}.")
+    seen_5m = False
+    for ttl in ttls:
+        if ttl == "5m":
+            seen_5m = True
+        elif ttl == "1h" and seen_5m:
+            raise CacheControlError(
+                "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. "
+                "Note that blocks are processed in the following order: `tools`, `system`, `messages`.")
 
 
 class ApiError(Exception):
@@ -70,7 +93,7 @@ def validate_messages_body(body: Any, *, count_tokens: bool = False) -> None:
     if top is not None:
         ordered.append(_ttl(top, "cache_control"))
     try:
-        check_breakpoints(ordered)  # the cache model's own rules: one definition
+        check_breakpoints(ordered)  # the one definition of the marker rules
     except CacheControlError as e:
         raise bad(str(e)) from None
 

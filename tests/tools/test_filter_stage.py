@@ -7,13 +7,13 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.config import Config
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
-from scalpel_desktop.pipeline.inventory_stage import InventoryStage
-from scalpel_desktop.pipeline.seam import ResponseResult
-from scalpel_desktop.pipeline.tool_filter_stage import ToolFilterStage, tool_stages
+from scalpel_desktop.tools.inventory_stage import InventoryStage
+from scalpel_desktop.exchange import ResponseResult
+from scalpel_desktop.tools.filter_stage import ToolFilterStage, tool_stages
 from scalpel_desktop.tools import removals
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.wire.jsoncodec import dumps, loads
@@ -67,7 +67,7 @@ def test_body_that_does_not_round_trip_is_left_alone(tmp_path):
     raw = dumps(body([tool(n) for n in CC_TOOLS], session="s-ws")).replace(b'{"model"', b'{ "model"', 1)
     ex = chain.process(request(None, raw=raw))
     assert not ex.changed and ex.body_to_send() is raw
-    assert ex.notes["tool_filter"]["left_alone"].startswith("body does not round-trip")
+    assert ex.tool_filter.left_alone.startswith("body does not round-trip")
 
 
 def test_with_parse_reuse_in_front_a_body_off_the_codec_is_still_left_alone(tmp_path):
@@ -80,11 +80,11 @@ def test_with_parse_reuse_in_front_a_body_off_the_codec_is_still_left_alone(tmp_
     removals.remove(store, "ReportFindings", source="cli", force=True)
     good = dumps(body([tool(n) for n in CC_TOOLS], session="s-layout"))
     ex = chain.process(request(None, raw=good))
-    assert ex.notes.get("layout") is not None  # the layout path really ran
+    assert ex.layout is not None  # the layout path really ran
     assert ex.changed
     bad = good.replace(b'{"model"', b'{ "model"', 1)
     ex = chain.process(request(None, raw=bad))
-    assert ex.notes.get("layout") is not None
+    assert ex.layout is not None
     assert not ex.changed and ex.body_to_send() is bad
 
 def test_pinned_per_session_across_config_change_and_restart(tmp_path):
@@ -144,14 +144,14 @@ def test_realized_savings_priced_at_the_billed_tier(tmp_path):
         ex = chain.process(request(body([tool(n) for n in CC_TOOLS], session="R", turns=0)))
         tokens = ex.decision.figures["tool_filter_tokens"]
         chain.complete(ex, ResponseResult(200, usage, 10.0, 20.0, 1_800_000_100.0 + i))
-        (real,) = ex.notes["realized"]
-        assert real["kind"] == "tool_filter" and real["tokens"] == tokens
-        assert abs(real["usd"] - tokens * getattr(rates, tier)) < 1e-12
-        assert ex.notes["tool_filter"]["realized"]["tier"] == tier
+        (real,) = ex.realized
+        assert real.kind == "tool_filter" and real.tokens == tokens
+        assert abs(real.usd - tokens * getattr(rates, tier)) < 1e-12
+        assert ex.tool_filter.realized["tier"] == tier
     # a failed request saved nothing
     ex = chain.process(request(body([tool(n) for n in CC_TOOLS], session="R")))
     chain.complete(ex, ResponseResult(529, None, 1.0, 2.0, 1_800_000_200.0))
-    assert "realized" not in ex.notes
+    assert ex.realized == []
     stage.writer.flush()
     rows = store.query("SELECT tier, COUNT(*), SUM(tokens) FROM tool_filter_savings GROUP BY tier ORDER BY tier")
     assert [r[0] for r in rows] == ["cache_read", "input", "write_1h", "write_5m"]
@@ -168,7 +168,7 @@ def test_realized_and_projected_are_separate_fields(tmp_path):
     chain.complete(ex, ResponseResult(200, Usage(1, 0, 0, 4000, 5), 1.0, 2.0, 1_800_000_000.0))
     stage.writer.flush()
     listing = inventory_listing(store, Config({"tool_filter": True}))
-    assert listing["realized"]["tokens"] == ex.notes["realized"][0]["tokens"] > 0
+    assert listing["realized"]["tokens"] == ex.realized[0].tokens > 0
     assert "projected" not in listing["realized"]
     report = build_report(store)
     assert "realized" not in str(report["suggestions"])

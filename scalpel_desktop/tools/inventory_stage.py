@@ -7,7 +7,7 @@ parsing and the database writes happen on the tools' background writer.
 
 from __future__ import annotations
 
-from scalpel_desktop.pipeline.seam import Exchange
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.tools.inventory import InventoryRecorder
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.tools.writer import BackgroundWriter

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.accounting.usage import Usage
-from scalpel_desktop.emulator.validate import validate_messages_body
+from scalpel_desktop.wire.usage import Usage
+from scalpel_desktop.wire.api_rules import validate_messages_body
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
-from scalpel_desktop.pipeline.seam import ApiRequest, ResponseResult
-from scalpel_desktop.pipeline.surgery_stage import SurgeryStage, build_surgery_stage
+from scalpel_desktop.exchange import ApiRequest, ResponseResult
+from scalpel_desktop.surgery.stage import SurgeryStage, build_surgery_stage
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog
@@ -23,7 +23,7 @@ from scalpel_desktop.surgery.surgeon import content_sha
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.surgery.validate import validate_rewrite
 from scalpel_desktop.wire.jsoncodec import dumps, loads
-from scalpel_desktop.wire.view import view_for
+from scalpel_desktop.wire.formats import view_for
 
 PRICES = PriceTable.builtin()
 MODEL = "claude-opus-4-5"
@@ -167,7 +167,7 @@ def _cut_then_price(h, usage_for):
     assert ex.decision.action == "cut"
     saved = ex.decision.tokens_removed
     h.chain.complete(ex, ResponseResult(200, usage_for(len(ex.new_body)), 1.0, 1.0, 10_002))
-    return saved, ex.notes["realized"]
+    return saved, [vars(r) for r in ex.realized]
 
 
 def test_realized_saving_priced_at_the_rate_of_its_position(h):
@@ -211,7 +211,7 @@ def test_paused_chain_skips_the_stage(tmp_path):
 def test_the_reuse_fast_path_sends_exactly_what_the_full_analysis_sends(tmp_path, seed):
     import random
 
-    from scalpel_desktop.pipeline.conversation_memo import Memo
+    from scalpel_desktop.surgery.memo import Memo
     from tests.invariants.agent_sessions import generate
     from tests.invariants.harness import COLD, Pipeline
 
@@ -227,6 +227,10 @@ def test_the_reuse_fast_path_sends_exactly_what_the_full_analysis_sends(tmp_path
         assert sa == sb
         assert a.decision.action == b.decision.action
         assert a.decision.tokens_removed == b.decision.tokens_removed
+        # One decision builder: the fast path words its decision as a full analysis does.
+        assert a.decision.reason == b.decision.reason
+        fast_figures = {k: v for k, v in a.decision.figures.items() if k != "reused_units"}
+        assert fast_figures == b.decision.figures
         reused += "reused_units" in a.decision.figures
         for pipe, ex in ((fast, a), (slow, b)):
             pipe.complete(ex, req, Usage(cache_read=1000))
@@ -272,7 +276,7 @@ def test_sharing_the_previous_view_sends_exactly_what_a_fresh_analysis_sends(tmp
     Every body, decision and figure must be what a stage that never reuses anything gives."""
     import random
 
-    from scalpel_desktop.pipeline.conversation_memo import Memo
+    from scalpel_desktop.surgery.memo import Memo
     from scalpel_desktop.pipeline.parse_reuse import ParseReuse
     from tests.invariants.agent_sessions import generate
     from tests.invariants.harness import COLD, Pipeline
@@ -290,8 +294,8 @@ def test_sharing_the_previous_view_sends_exactly_what_a_fresh_analysis_sends(tmp
         sb = b.body_to_send().replace(str(tmp_path / "slow").encode(), b"ROOT")
         assert sa == sb
         assert (a.decision.action, a.decision.tokens_removed) == (b.decision.action, b.decision.tokens_removed)
-        if "reused_units" not in a.decision.figures:  # both analysed in full (the fast path words it its own way)
-            assert (a.decision.reason, a.decision.figures) == (b.decision.reason, b.decision.figures)
+        fast_figures = {k: v for k, v in a.decision.figures.items() if k != "reused_units"}
+        assert (a.decision.reason, fast_figures) == (b.decision.reason, b.decision.figures)
         cuts += a.decision.action == "cut"
         snap = fast.stage.memo.get((a.key.session_id, a.key.agent_id))
         shared += snap is not None and snap.view is not None and snap.view.reused_units > 0
@@ -301,7 +305,7 @@ def test_sharing_the_previous_view_sends_exactly_what_a_fresh_analysis_sends(tmp
 
 
 def test_one_pass_stub_positions_equal_a_search_per_id():
-    from scalpel_desktop.pipeline.surgery_support import first_result_offsets as _first_result_ids
+    from scalpel_desktop.surgery.offsets import first_result_offsets as _first_result_ids
 
     body = (b'{"a":"\\"tool_use_id\\":\\"t1\\"","m":[{"tool_use_id":"t2","x":1},'
             b'{"tool_use_id":"t1"},{"tool_use_id":"t1"},{"tool_use_id":"t10"},{"tool_use_id":"tool_use_id":"t3"}]}')
@@ -311,8 +315,8 @@ def test_one_pass_stub_positions_equal_a_search_per_id():
 
 
 def test_the_layout_round_trip_check_agrees_with_the_full_one():
-    from scalpel_desktop.pipeline.conversation_memo import locate
-    from scalpel_desktop.pipeline.surgery_support import round_trips_by_layout as _round_trips
+    from scalpel_desktop.wire.layout import locate
+    from scalpel_desktop.wire.layout import round_trips_by_layout as _round_trips
     from scalpel_desktop.wire.jsoncodec import round_trips
 
     s, _ = session_with_superseded_read()

@@ -1,0 +1,99 @@
+"""What the surgery stage remembers of a conversation's previous request.
+
+Claude Code re-sends the whole history on every request, and everything but
+the last message is the same bytes as last time. Hashing 2.9 MB again, and
+re-analysing it, on every request would cost more than the 10 ms the whole
+pipeline may add. So per conversation we keep the previous request's raw
+bytes, where each message sits in them (``wire/layout.py``), the per-message
+hashes, and the body we sent for it (with its stubs). A new request whose
+bytes up to the end of the previous request's second-to-last message are
+identical (one ``==`` on two slices) reuses all of that; only the new
+messages are located and hashed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+from scalpel_desktop.wire.layout import Layout, head_of
+
+
+@dataclass
+class Snapshot:
+    """The previous request of a conversation, as received and as sent."""
+
+    raw: bytes
+    layout: Layout
+    sent: bytes | None  # None: the original bytes were sent
+    shift: list[int]  # sent offset of ends[i] = ends[i] + shift[i]
+    sent_hashes: list[bytes]
+    stubs: list[tuple[str, int, int, int]] = field(default_factory=list)  # (id, sent offset, tokens saved, unit)
+    _head: bytes | None = field(default=None, repr=False)
+    # The conversation view of the last request analysed in full (its rewrite
+    # validated and sent): the next full analysis shares its per-result work
+    # (``view_for(..., previous=view)``) and its validated rewritten messages.
+    view: Any = field(default=None, repr=False)
+
+    def nbytes(self) -> int:
+        """Body bytes this snapshot keeps alive (received and, when different, sent)."""
+        return len(self.raw) + (len(self.sent) if self.sent is not None and self.sent is not self.raw else 0)
+
+    def head(self) -> bytes:
+        """``raw`` up to the end of its second-to-last message: what the next request repeats."""
+        if self._head is None:
+            self._head = head_of(self.raw, self.layout)
+        return self._head
+
+
+# Retention budget of the memo, in body bytes (received + sent). The parsed
+# messages and the view that come with a snapshot add about as much again.
+MEMO_MAX_BYTES = 32 * 1024 * 1024
+
+
+class Memo:
+    """The most recently used conversations' snapshots, bounded by count AND by bytes.
+
+    Each snapshot keeps up to two copies of a body (as received, as sent): a
+    few long conversations would otherwise hold hundreds of MB. Least recently
+    used first, snapshots are dropped until both bounds hold; a conversation
+    whose snapshot was dropped is analysed in full on its next request
+    (correct, only slower). A snapshot larger than the whole budget is not kept.
+    """
+
+    def __init__(self, size: int = 8, max_bytes: int = MEMO_MAX_BYTES):
+        self.size = size
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, Snapshot] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Body bytes currently retained (what ``max_bytes`` bounds)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Snapshot | None:
+        snap = self._items.get(key)
+        if snap is not None:
+            self._items.move_to_end(key)
+        return snap
+
+    def put(self, key: Hashable, snap: Snapshot) -> None:
+        self.drop(key)
+        size = snap.nbytes()
+        if size > self.max_bytes or self.size <= 0:
+            return
+        self._items[key] = snap
+        self._bytes += size
+        while len(self._items) > self.size or self._bytes > self.max_bytes:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes()
+
+    def drop(self, key: Hashable) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._bytes -= old.nbytes()

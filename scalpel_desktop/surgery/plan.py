@@ -1,0 +1,132 @@
+"""The economist's vocabulary: what it is told, what it remembers, what it answers.
+
+``RequestShape`` (one request as the economist sees it), ``Candidate`` (a
+dead result the surgeon could stub), ``Break`` (where the request stops
+matching a live cache entry), ``Plan`` (the answer), and the per-conversation
+state (``ModelState``, ``ConversationState``) with the bounds that keep it
+small. Plain data: the economist (``surgery/economist.py``) and the payback
+arithmetic (``surgery/payback.py``) both read it, neither reads the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Sequence
+
+from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S
+
+# No cut may bring a prompt under the largest minimum cacheable length (SPEC 3:
+# 1,024 to 4,096): an uncacheable prompt pays the full input price every turn.
+MIN_CACHEABLE_GUARD = 4096
+IN_FLIGHT_BOUND_S = 900.0
+MAX_STATES_PER_MODEL = 8
+MAX_ENTRIES_PER_MODEL = 64
+COLD_REASONS = ("ttl-expired", "system-changed", "tools-changed", "settings-changed", "client-rewrite")
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """What the economist needs to know about one request (after replayed cuts)."""
+
+    key: Hashable  # ConversationKey or (session_id, agent_id)
+    model: str
+    at: float  # when the request arrived (clock.now())
+    unit_hashes: Sequence[Hashable]  # one per history unit, cache markers excluded
+    tools_hash: Hashable = ""
+    system_hash: Hashable = ""
+    settings_hash: Hashable = ""
+    ttl_s: float = LONGEST_TTL_S  # the TTL this request asks for
+    tool_changes_ok: bool = False  # mid-conversation-tool-changes beta present
+    unit_tokens: Sequence[int] | None = None  # estimated tokens per unit (payback)
+    unit_blocks: Sequence[int] | None = None  # content blocks per unit (payback: the lookback)
+    prefix_tokens: int = 0  # estimated tokens of tools + system
+    total_tokens: int = 0  # estimated tokens of the whole prompt
+    # A rewrite the caller observed by other means (the bench, from a transcript's
+    # real usage): the client changed history from this unit on.
+    rewrite_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A dead result the surgeon could stub."""
+
+    id: str  # tool_use_id
+    unit_index: int
+    tokens: int  # estimated tokens of the original content
+    stub_tokens: int  # estimated tokens of the stub that replaces it
+    kind: str = ""
+
+    @property
+    def saving(self) -> int:
+        return max(0, self.tokens - self.stub_tokens)
+
+
+@dataclass(frozen=True)
+class Break:
+    index: int  # first unit not matching a live cache entry (cuts at >= index are free)
+    reason: str  # ttl-expired | system-changed | tools-changed | settings-changed |
+    #              client-rewrite | append | first-seen | model-first-seen | live:<model>
+    own_index: int  # the break for the request's own model alone
+    live_models: tuple[str, ...] = ()
+
+
+@dataclass
+class Plan:
+    """The economist's answer for one request."""
+
+    cut_ids: list[str] = field(default_factory=list)
+    action: str = "unchanged"  # cut | unchanged
+    reason: str = ""
+    natural_break: Break | None = None
+    tokens_cut: int = 0  # estimated tokens removed by the new cuts
+    rewrite_tokens: int = 0  # tokens before the break re-billed as a write (payback)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelState:
+    """One request as sent to one model: its prefix may still be cached."""
+
+    unit_hashes: tuple
+    tools_hash: Hashable
+    system_hash: Hashable
+    settings_hash: Hashable
+    ttl_s: float
+    sent_at: float
+    ended_at: float | None = None  # None while the response is in flight
+    request_serial: int = 0
+    last_cache_read: int | None = None
+
+    def expired(self, at: float, margin: float) -> bool:
+        if self.ended_at is None:
+            # In flight: being refreshed now. A response never reported (a
+            # crashed stream) stops counting after a generous bound.
+            return at > self.sent_at + self.ttl_s + margin + IN_FLIGHT_BOUND_S
+        return at > max(self.sent_at, self.ended_at) + self.ttl_s + margin
+
+
+@dataclass
+class ConversationState:
+    # Per model, the recent requests whose entries may still be live, oldest
+    # first. A request that only extends an earlier one replaces it; one that
+    # diverged (a client rewrite) keeps the earlier one: the client may go back
+    # to it (real sessions oscillate), and its entries are still in the cache.
+    models: dict[str, list[ModelState]] = field(default_factory=dict)
+    turns: int = 0
+    natural_breaks: int = 0  # requests that found the cache cold or rewritten
+    # Per model: (unit count, time) of recent requests - where their cache
+    # entries end (Claude Code marks the last block of each request).
+    entries: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+
+
+def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """How many leading hashes ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if n and a[n - 1] == b[n - 1] and tuple(a[:n]) == tuple(b[:n]):
+        return n  # the common case: pure append
+    lo = 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+        lo = i + 1
+    return lo

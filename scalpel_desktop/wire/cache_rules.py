@@ -1,0 +1,72 @@
+"""The prompt cache's facts: the TTL table, the marker limits, the TTL a request asks for.
+
+One home for what the economist, the cache model (``accounting/``) and the
+request rules (``wire/api_rules.py``) all rely on (SPEC 3): entries live 5
+minutes or 1 hour from their last use (``cache_control.ttl``), OpenAI's
+``prompt_cache_retention: "24h"`` a day, automatic (OpenAI) entries are
+counted at an hour; at most 4 markers per request; a marker looks back about
+20 blocks for an earlier entry. When unsure, assume the longer TTL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CACHE_TTLS = ("5m", "1h")  # what cache_control.ttl accepts
+AUTO_TTL = "auto"  # entries stored by automatic (OpenAI) caching
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0, "24h": 86400.0, AUTO_TTL: 3600.0}
+LONGEST_TTL_S = 3600.0  # Anthropic's longest; "when unsure assume the longer"
+MAX_BREAKPOINTS = 4
+LOOKBACK_BLOCKS = 20  # a breakpoint looks back about 20 blocks for an earlier entry
+
+
+def ttl_seconds(ttl: str | None) -> float:
+    """Seconds for a ``cache_control.ttl`` value; unknown or absent: the longer one."""
+    if ttl is None:
+        return LONGEST_TTL_S
+    return TTL_SECONDS.get(ttl, LONGEST_TTL_S)
+
+
+def marker_ttl(cache_control: Any) -> str:
+    """The TTL a marker asks for, read leniently: "1h" when it says so, else "5m"."""
+    if isinstance(cache_control, dict) and cache_control.get("ttl") == "1h":
+        return "1h"
+    return "5m"
+
+
+def _marker_ttls(blocks: Any, out: list[str]) -> None:
+    if not isinstance(blocks, list):
+        return
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        cc = b.get("cache_control")
+        if isinstance(cc, dict):
+            out.append(marker_ttl(cc))
+        inner = b.get("content")
+        if isinstance(inner, list):
+            _marker_ttls(inner, out)
+
+
+def message_ttl_s(endpoint: str, doc: dict) -> float:
+    """The TTL of the entries a cut touches (the messages'); when unsure, the longer.
+
+    Claude Code marks the last message (older versions: the last two), so only
+    the last messages and a top-level marker are looked at; without any, the
+    system's markers; without those, the longest TTL.
+    """
+    if endpoint != "messages":
+        return TTL_SECONDS["24h"] if doc.get("prompt_cache_retention") == "24h" else LONGEST_TTL_S
+    ttls: list[str] = []
+    auto = doc.get("cache_control")
+    if isinstance(auto, dict):
+        ttls.append(marker_ttl(auto))
+    msgs = doc.get("messages") or []
+    for m in msgs[-3:]:
+        if isinstance(m, dict):
+            _marker_ttls(m.get("content"), ttls)
+    if not ttls:
+        _marker_ttls(doc.get("system"), ttls)
+    if not ttls:
+        return ttl_seconds(None)
+    return ttl_seconds("1h" if "1h" in ttls else "5m")

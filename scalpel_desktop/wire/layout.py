@@ -1,0 +1,147 @@
+"""Where each message of a raw Messages body sits in its bytes.
+
+Parse-reuse and the surgery stage both work from the raw bytes of a 2.9 MB
+body without re-serializing it: a ``Layout`` says where each message ends,
+how many compact bytes it has and its economist hash (``wire/hashing.py``).
+``locate`` builds one, re-using a previous body's layout where the new bytes
+repeat it (one slice comparison); every message it locates is checked against
+the raw bytes (``dumps(message)`` must be exactly what sits there), so a body
+that does not round-trip, or a wrong offset, is never trusted: ``locate``
+returns None. ``round_trips_by_layout`` then proves a whole body round-trips
+by serializing only what lies around the messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from scalpel_desktop.wire.hashing import message_hash
+from scalpel_desktop.wire.jsoncodec import dumps
+
+MESSAGES_KEY = b'"messages":['
+COMMA, CLOSE = ord(","), ord("]")
+
+
+@dataclass
+class Layout:
+    """Where each message of a raw body sits, and its hash and size."""
+
+    ends: list[int]  # byte offset just past each message
+    sizes: list[int]  # compact bytes of each message
+    hashes: list[bytes]  # economist hashes of the ORIGINAL messages
+    reused: int = 0  # messages taken over from the previous request
+
+
+class LaidOut(Protocol):
+    """A remembered raw body with its layout (``head``: the bytes through its second-to-last message)."""
+
+    raw: bytes
+    layout: Layout
+
+    def head(self) -> bytes: ...
+
+
+class LaidOutBody:
+    """The plain ``LaidOut``: a raw body, its layout, the head cached."""
+
+    __slots__ = ("raw", "layout", "_head")
+
+    def __init__(self, raw: bytes, layout: Layout):
+        self.raw = raw
+        self.layout = layout
+        self._head: bytes | None = None
+
+    def head(self) -> bytes:
+        if self._head is None:
+            self._head = head_of(self.raw, self.layout)
+        return self._head
+
+
+def head_of(raw: bytes, layout: Layout) -> bytes:
+    """``raw`` up to the end of its second-to-last message: what the next request repeats."""
+    ends = layout.ends
+    return raw[: ends[-2]] if len(ends) >= 2 else b""
+
+
+def repeats(raw: bytes, prev: LaidOut, k: int) -> bool:
+    """Does ``raw`` repeat ``prev``'s bytes through its message ``k - 1``? (memcmp, no copy
+    in the common case ``k == len(prev.layout.ends) - 1``)."""
+    end = prev.layout.ends[k - 1]
+    if len(raw) <= end:
+        return False
+    if k == len(prev.layout.ends) - 1:
+        return raw.startswith(prev.head())
+    return raw[:end] == prev.raw[:end]
+
+
+def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
+    """The layout of ``raw`` (parsed as ``doc``), reusing ``prev`` where the bytes match."""
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(msgs, list) or not msgs:
+        return None
+    n = len(msgs)
+    ends: list[int] = []
+    sizes: list[int] = []
+    hashes: list[bytes] = []
+    k = 0
+    if prev is not None:
+        k = min(len(prev.layout.ends) - 1, n - 1)
+        if k > 0:
+            if repeats(raw, prev, k):
+                ends = prev.layout.ends[:k]
+                sizes = prev.layout.sizes[:k]
+                hashes = prev.layout.hashes[:k]
+            else:
+                k = 0
+        else:
+            k = 0
+    if k:
+        cursor = ends[-1] + 1
+    else:
+        at = raw.find(MESSAGES_KEY)
+        if at < 0:
+            return None
+        cursor = at + len(MESSAGES_KEY)
+    for i in range(k, n):
+        data = dumps(msgs[i])
+        stop = cursor + len(data)
+        if raw[cursor:stop] != data or stop >= len(raw) or raw[stop] != (COMMA if i < n - 1 else CLOSE):
+            return None
+        ends.append(stop)
+        sizes.append(len(data))
+        hashes.append(message_hash(msgs[i], data))
+        cursor = stop + 1
+    return Layout(list(ends), list(sizes), list(hashes), k)
+
+
+def round_trips_by_layout(raw: bytes, doc: Any, layout: Layout | None, full: Callable[[bytes, Any], bool]) -> bool:
+    """``full(raw, doc)`` (``dumps(doc) == raw``) without re-serializing every message.
+
+    ``layout`` already proved each message serializes to exactly the bytes it
+    sits at, comma-separated, up to the closing bracket. What is left: the rest
+    of the document. It is serialized with a marker in place of the messages;
+    the bytes before and after the marker must be those around the messages.
+    """
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    if layout is None or not isinstance(msgs, list) or len(layout.ends) != len(msgs) or not msgs:
+        return full(raw, doc)
+    start = layout.ends[0] - layout.sizes[0] - 1  # the '[' that opens the messages
+    end = layout.ends[-1] + 1  # just past the ']' that closes them
+    if start < 0 or raw[start:start + 1] != b"[" or raw[end - 1:end] != b"]":
+        return full(raw, doc)
+    shell = dict(doc)
+    shell["messages"] = _MARK
+    try:
+        data = dumps(shell)
+    except TypeError:
+        return full(raw, doc)
+    at = data.find(_MARK_BYTES)
+    if at == start and data.find(_MARK_BYTES, at + 1) < 0 and data[:at] == raw[:start] \
+            and data[at + len(_MARK_BYTES):] == raw[end:]:
+        return True  # proven: the shell's bytes around the messages, the layout's bytes for them
+    return full(raw, doc)  # anything else: the whole check decides
+
+
+_MARK = "\u0000scalpel-messages\u0000"
+_MARK_BYTES = dumps(_MARK)
