@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.errors import SettingError
 from scalpel_desktop.paths import dirs
 
@@ -237,6 +238,4 @@ class Settings:
 
 def write_json_atomic(path: Path, data: Any, mode: int = 0o600) -> None:
     """Write JSON to ``path`` atomically (temp file + fsync + rename)."""
-    from scalpel_desktop.atomicfile import write_atomic
-
     write_atomic(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=mode)

@@ -29,11 +29,15 @@ from typing import Any, Callable
 from scalpel_desktop import __version__, clock
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.config import KEYS, Config, ConfigError, Settings, write_json_atomic
+from scalpel_desktop.control_client import runtime_info
 from scalpel_desktop.errors import ActionError, ProxyError
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.pipeline import assemble
 from scalpel_desktop.pipeline.chain import Chain
+from scalpel_desktop.proxy.forward import ProxyOptions
+from scalpel_desktop.proxy.server import ProxyServer, build_app
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
+from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero
 
 log = logging.getLogger("scalpel.runtime")
@@ -163,8 +167,6 @@ class Runtime:
         return self
 
     def _build_pipeline(self) -> None:
-        from scalpel_desktop.store.ledger import LedgerWriter
-
         self._ledger = LedgerWriter(dirs().database)
         if self.prices is None:
             self.prices = PriceTable.load()  # once per runtime, passed down
@@ -175,8 +177,6 @@ class Runtime:
         assemble.register_actions(self)
 
     def _proxy_options(self):
-        from scalpel_desktop.proxy.forward import ProxyOptions
-
         return ProxyOptions(
             upstream=lambda api: self.setting("openai_upstream" if api == "openai" else "anthropic_upstream"),
             body_limit=lambda: int(self.setting("body_limit_mb")) * 1024 * 1024,
@@ -187,8 +187,6 @@ class Runtime:
         )
 
     def _start_server(self) -> None:
-        from scalpel_desktop.proxy.server import ProxyServer, build_app
-
         if self.port is not None:
             port = self.port
         elif self._port_arg is not None:
@@ -264,8 +262,6 @@ class Runtime:
             except Exception:  # noqa: BLE001
                 log.exception("closing the ledger failed")
             self._ledger = None
-        from scalpel_desktop.control_client import runtime_info
-
         try:
             info = runtime_info()
             if info and info.get("pid") == os.getpid():

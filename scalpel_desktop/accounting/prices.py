@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scalpel_desktop.errors import DataError
+from scalpel_desktop.paths import dirs
 from scalpel_desktop.wire.usage import Usage
 
 log = logging.getLogger("scalpel.prices")
@@ -159,8 +160,6 @@ class PriceTable:
         (kept in ``.warnings`` so ``scalpel report`` can show it).
         """
         if override is None:
-            from scalpel_desktop.paths import dirs
-
             override = dirs().config / "prices.json"
         base = _builtin_data()
         if not override.exists():

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from scalpel_desktop.accounting.tokens import estimate_tokens
 from scalpel_desktop.surgery.file_access import FILE_WRITERS, _Access, bash_read, file_access  # noqa: F401 (bash_read re-exported)
 from scalpel_desktop.config import setting as _setting
 from scalpel_desktop.wire.hashing import canonical_bytes
@@ -64,8 +65,6 @@ class DoomSpan:
 
 def result_tokens(result: ToolResult) -> int:
     """Estimated tokens of a result's content: the one place the estimator is called."""
-    from scalpel_desktop.accounting.tokens import estimate_tokens
-
     return estimate_tokens(result.text) + IMAGE_TOKENS * result.images
 
 

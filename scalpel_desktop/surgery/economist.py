@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Mapping, Sequence
 
+from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.config import setting
 from scalpel_desktop.surgery.plan import (
     COLD_REASONS,
@@ -227,8 +228,6 @@ class Economist:
 
     def _rates(self, model: str) -> Any:
         if self.prices is None:
-            from scalpel_desktop.accounting.prices import PriceTable
-
             self.prices = PriceTable.load()
         return self.prices.rates(model)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.paths import home_relative
 STUB_VERSION = 1
 
 REASONS = {
@@ -29,8 +30,6 @@ REASONS = {
 
 def spill_display_dir(spill_dir: Path | str) -> str:
     """The spill directory as the model and the user see it: ``~/...`` under home."""
-    from scalpel_desktop.paths import home_relative
-
     return home_relative(Path(spill_dir)).rstrip("/")
 
 

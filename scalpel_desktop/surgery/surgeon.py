@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from scalpel_desktop import clock
+from scalpel_desktop.accounting.tokens import estimate_tokens
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.surgery.doom import DoomSpan, is_stub
@@ -122,8 +123,6 @@ class Surgeon:
     # -- new cuts -----------------------------------------------------------
     def cut(self, view: ConversationView, spans: Iterable[DoomSpan], session: str = "", agent: str = "") -> list[Cut]:
         """Spill and stub every span it can; the cuts stay pending until ``commit``."""
-        from scalpel_desktop.accounting.tokens import estimate_tokens
-
         done: list[Cut] = []
         seen: set[str] = set()
         chosen: list[tuple[DoomSpan, bytes, str]] = []

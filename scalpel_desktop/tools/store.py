@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from scalpel_desktop.store.db import connect
+
 SOURCES = ("cli", "tray", "dashboard", "control_api")
 
 
@@ -43,8 +45,6 @@ class ToolStore:
     def open(cls, path: Path | None = None) -> "ToolStore":
         """Open (and migrate) the ledger database. Another process or thread migrating the
         same file at the same moment makes ``migrate`` fail once; the retry then finds it done."""
-        from scalpel_desktop.store.db import connect
-
         for attempt in range(5):
             try:
                 return cls(connect(path))

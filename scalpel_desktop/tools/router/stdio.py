@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Any, BinaryIO, Callable, Sequence
 
+from scalpel_desktop.paths import dirs, ensure_private_dir
 from scalpel_desktop.tools.router import recent as recent_store
 from scalpel_desktop.tools.router.routing import META_NAME, Router
 
@@ -230,8 +231,6 @@ def _key(mid: Any) -> str:
 
 def make_logger(to_stderr: bool = True) -> Callable[[str], None]:
     """Log lines go to ``dirs().logs / "mcp-router.log"`` and stderr (never stdout: that is the protocol)."""
-    from scalpel_desktop.paths import dirs, ensure_private_dir
-
     path = None
     try:
         path = ensure_private_dir(dirs().logs) / "mcp-router.log"
