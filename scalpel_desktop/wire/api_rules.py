@@ -177,7 +177,9 @@ def _validate_messages(messages: list) -> None:
         content = m.get("content")
         last = i == len(messages) - 1
         if isinstance(content, (str, list)):
-            if not content and not (last and role == "assistant"):
+            # Claude Code 2.1.332 sends {"role":"system","content":[]} after a compaction,
+            # and the real API accepts it (SPEC 4).
+            if not content and not (last and role == "assistant") and not (role == "system" and content == []):
                 raise bad("messages: all messages must have non-empty content except for the optional "
                           "final assistant message")
         else:
