@@ -142,7 +142,7 @@ def test_background_task_notification_is_appended(live):
     live.run("SCRIPT:bg start it")  # print mode waits for the task and answers its notification
     steps, main = live.steps(), live.main()
     note = main[-1].json()["messages"][-1]
-    assert note["role"] == "user" and "bg-finished" in _text(note) or "task" in _text(note).lower(), _text(note)[:300]
+    assert note["role"] == "user" and "task-notification" in _text(note), _text(note)[:300]
     for k in range(1, len(steps)):
         assert_append(steps[k], steps[k - 1])
 
