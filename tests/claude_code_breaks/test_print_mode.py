@@ -17,7 +17,6 @@ import pytest
 
 from scalpel_desktop.emulator.script import call, say
 from tests.claude_code_breaks.conftest import assert_append
-from tests.support.claude_breaks import Live
 
 pytestmark = pytest.mark.claude_cli
 

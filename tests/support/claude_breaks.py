@@ -16,14 +16,15 @@ The script answers from the request alone (``emulator.script``); the
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Self
 
 from scalpel_desktop.config import Config
 from scalpel_desktop.emulator.script import Choice, Script, Turn, call, say
 from scalpel_desktop.emulator.testing import running_emulator
+from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime import Runtime
-
 from tests.support import request_diff as rd
 from tests.support.claude_cli import run_claude
 
@@ -68,7 +69,7 @@ class Live:
         self.runtime: Runtime | None = None
         self.session_id: str | None = None
 
-    def __enter__(self) -> "Live":
+    def __enter__(self) -> Self:
         self.emu = self._emu_cm.__enter__()
         self.runtime = Runtime(Config.load(), {"anthropic_upstream": self.emu.url}, port=0).start()
         return self
@@ -107,9 +108,7 @@ class Live:
         want = sum(1 for r in self.emu.received if r.endpoint == "messages" and r.status == 200 and not r.error)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                if len([r for r in rd.ledger_rows() if r["endpoint"] == "messages"]) >= want:
-                    return
-            except Exception:  # noqa: BLE001 - the ledger file may not exist yet
-                pass
+            path = dirs().database
+            if path.exists() and len([r for r in rd.ledger_rows(path) if r["endpoint"] == "messages"]) >= want:
+                return
             time.sleep(0.05)

@@ -21,8 +21,9 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Self
 
 from tests.support import claude_bin, require
 from tests.support.claude_cli import DUMMY_KEY, claude_env
@@ -65,7 +66,7 @@ class ClaudeTui:
         self._started = False
 
     # ---------------------------------------------------------------- life
-    def start(self) -> "ClaudeTui":
+    def start(self) -> ClaudeTui:
         seed_config(self.env, self.workdir)
         launcher = Path(self.env["HOME"]) / f"launch-{id(self)}.sh"
         lines = ["#!/bin/sh"] + [f"export {k}={shlex.quote(v)}" for k, v in self.env.items()
@@ -82,9 +83,9 @@ class ClaudeTui:
     def stop(self) -> None:
         if self._started:
             self._started = False
-            subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
+            subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10, check=False)
 
-    def __enter__(self) -> "ClaudeTui":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -122,11 +123,11 @@ class ClaudeTui:
         self.wait_for(lambda: text in self.screen(), timeout, repr(text))
 
     def alive(self) -> bool:
-        r = subprocess.run(["tmux", "-S", self.socket, "has-session", "-t", self.name], capture_output=True)
+        r = subprocess.run(["tmux", "-S", self.socket, "has-session", "-t", self.name], capture_output=True, check=False)
         return r.returncode == 0
 
     def _tmux(self, *args: str) -> subprocess.CompletedProcess:
-        r = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=20)
+        r = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=20, check=False)
         if r.returncode != 0:
             raise AssertionError(f"tmux {args[0]} failed: {r.stderr.strip()}")
         return r

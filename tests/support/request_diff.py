@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from scalpel_desktop.accounting.prefix_blocks import request_blocks
 from scalpel_desktop.emulator.script import is_side_request
