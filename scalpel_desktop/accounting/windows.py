@@ -1,11 +1,16 @@
 """Context-window size per model, so a dashboard can show context as a share of it.
 
-Every current Claude model has a 200k-token window; some offer 1M (Sonnet 4
-and 4.5 with the ``context-1m`` beta header, and the newer Opus models that
-advertise it). Claude Code marks a 1M session by suffixing the model name with
-``[1m]`` (e.g. ``claude-sonnet-4-5[1m]``), which selects the large window on
-its own. ``one_m=True`` asks for the large window where the model has one (a
-model without the option keeps its normal window).
+The Claude rows are Claude Code 2.1.332's own catalog (``context.window``,
+``maximum_window``, ``native_1m`` of each model in the baked-in model catalog
+of its native binary, build 2026-11-24; ``WINDOWS_SOURCE``): the window its
+statusline reports as ``context_window_size``. Newer models (Opus 4.7 and
+later, Sonnet 5 and later, Haiku 5.5, Fable, Mythos) have a native 1M window;
+Sonnet 4.x and Opus 4.6 have 200k and offer 1M with the ``context-1m`` beta,
+which Claude Code selects when the model name carries ``[1m]`` (e.g.
+``claude-sonnet-4-5[1m]``; it strips the suffix before sending and adds the
+beta header). ``one_m=True`` asks for the large window where the model has
+one (a model without the option keeps its normal window). The OpenAI rows are
+the published figures.
 
 First matching row wins; a model no row matches gets 200k.
 """
@@ -25,9 +30,22 @@ class Window(NamedTuple):
 DEFAULT_WINDOW = 200_000
 ONE_M = 1_000_000
 
+WINDOWS_SOURCE = "Claude Code 2.1.332 model catalog (native binary, BUILD_TIME 2026-11-24T19:09:44Z)"
+WINDOWS_AS_OF = "2026-11-24"
+
+_V = r"(?!\d)"  # a one-digit minor version, not the start of a date
+
 WINDOWS: tuple[Window, ...] = (
+    # native 1M (Claude Code 2.1.332: context.window = 1e6, native_1m)
+    Window(r"opus-5", ONE_M),
+    Window(r"opus-4[-.][78]" + _V, ONE_M),
+    Window(r"sonnet-5", ONE_M),
+    Window(r"haiku-5[-.]5" + _V, ONE_M),
+    Window(r"fable-5", ONE_M),
+    Window(r"mythos-5", ONE_M),
+    # 200k, 1M with the context-1m beta (maximum_window = 1e6)
     Window(r"sonnet-4", 200_000, ONE_M),
-    Window(r"opus-4[-.][6-9](?!\d)", 200_000, ONE_M),
+    Window(r"opus-4[-.]6" + _V, 200_000, ONE_M),
     Window(r"claude", 200_000),
     Window(r"^gpt-4\.1", 1_047_576),
     Window(r"^gpt-5", 400_000),

@@ -7,9 +7,10 @@ Input: the session JSON Claude Code 2.1.x writes to the command's stdin
 
     ctx 15.3k/1M (2%) · cache 99% · scalpel saved 12,400 tok ($0.05) · today 48,210 tok ($0.21)
 
-Context size and cache share come from Claude Code's own figures of the last
-response (what the API billed, after any cut); when absent, from the ledger's
-usage counts. "Saved" is the realized saving the ledger recorded for this
+Context size, window and cache share come from Claude Code's own figures of
+the last response (what the API billed, after any cut); when absent, from the
+ledger's usage counts, and the window from the model table
+(``accounting.windows``). "Saved" is the realized saving the ledger recorded for this
 session, "today" every session's since local midnight: both from the ledger
 reader (``store/ledger_queries.py``), the same query as the tray's and the
 dashboard's. Stdlib only (sqlite3), well under 50 ms, never raises.
@@ -51,6 +52,18 @@ def _ledger_figures(conn, session: str):
     return session_figures(conn, session), today_savings(conn)
 
 
+def _model_window(payload: dict, ctx: int) -> int | None:
+    """The window table's size for the payload's model, when Claude Code did not send its own."""
+    model = payload.get("model")
+    name = model.get("id") if isinstance(model, dict) else model
+    if not isinstance(name, str) or not name:
+        return None
+    from scalpel_desktop.accounting.windows import context_window
+
+    plain = context_window(name)
+    return context_window(name, one_m=ctx > plain)
+
+
 def render(payload: dict) -> str:
     parts: list[str] = []
     ctx, window, read = context_figures(payload)
@@ -65,6 +78,8 @@ def render(payload: dict) -> str:
             figures = today = None
     if ctx is None and figures is not None and figures.context_source == "usage" and figures.context_tokens:
         ctx, read = figures.context_tokens, figures.context_cache_read
+    if ctx and not window:
+        window = _model_window(payload, ctx)
     if ctx:
         if window:
             parts.append(f"ctx {_tokens(ctx)}/{_tokens(window)} ({round(100 * ctx / window)}%)")

@@ -128,11 +128,17 @@ def load_sessions(conn: sqlite3.Connection, now: float) -> SessionsData:
 def _session_row(f: q.SessionFigures, now: float) -> SessionRow:
     return SessionRow(
         session=f.session, model=f.model, context_tokens=f.context_tokens, context_source=f.context_source,
-        window=context_window(f.model), cache_share=f.cache_share, cache_requests=f.cache_requests,
+        window=_window(f.model, f.context_tokens), cache_share=f.cache_share, cache_requests=f.cache_requests,
         turns=f.turns, subagent_requests=f.subagent_requests, last_ts=f.last_ts,
         last_decision=f.last_decision, last_reason=f.last_reason, realized_tokens=f.realized_tokens,
         realized_usd=f.realized_usd, active=now - f.last_ts < ACTIVE_S,
     )
+
+
+def _window(model: str | None, context: int | None) -> int:
+    """The model's window; a prompt larger than the normal window proves the 1M option is on."""
+    plain = context_window(model)
+    return context_window(model, one_m=bool(context and context > plain))
 
 
 # -- savings over time ---------------------------------------------------------------

@@ -8,7 +8,7 @@ Strict where the real API is strict (tool results answer the preceding
 assistant turn's tool uses, every tool use is answered, no empty text, at most
 4 cache markers, 1h before 5m, model and max_tokens present), and accepting
 everything real Claude Code sends (``role: "system"`` messages inside
-``messages``, ``tool_reference`` blocks, thinking blocks, consecutive
+``messages``, empty ones included, ``tool_reference`` blocks, thinking blocks, consecutive
 same-role messages, unknown top-level fields such as ``context_management``
 or ``output_config``). The corpus test checks every captured body passes.
 """
@@ -177,9 +177,9 @@ def _validate_messages(messages: list) -> None:
         content = m.get("content")
         last = i == len(messages) - 1
         if isinstance(content, (str, list)):
-            # Claude Code 2.1.332 sends {"role":"system","content":[]} after a compaction,
-            # and the real API accepts it (SPEC 4).
-            if not content and not (last and role == "assistant") and not (role == "system" and content == []):
+            # An empty system message is accepted: Claude Code 2.1.332 sends {"role":"system","content":[]}
+            # after /compact and auto-compaction, and the real API answers it (docs/emulator.md).
+            if not content and role != "system" and not (last and role == "assistant"):
                 raise bad("messages: all messages must have non-empty content except for the optional "
                           "final assistant message")
         else:

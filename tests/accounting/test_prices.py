@@ -38,6 +38,16 @@ def test_builtin_table_is_dated_and_every_family_is_complete():
         ("claude-opus-4-5-20251101", "claude-opus-4.5+", 5, 25),
         ("claude-opus-4-6", "claude-opus-4.5+", 5, 25),
         ("claude-opus-4-7", "claude-opus-4.5+", 5, 25),
+        ("claude-opus-5-5", "claude-opus-5.5", 4, 20),
+        ("claude-opus-5-5[1m]", "claude-opus-5.5", 4, 20),
+        ("claude-opus-5", "claude-opus-5", 5, 25),
+        ("claude-opus-5-20260301", "claude-opus-5", 5, 25),
+        ("claude-sonnet-5-5", "claude-sonnet-5.5", 2, 10),
+        ("claude-sonnet-5", "claude-sonnet-5", 2, 10),
+        ("claude-haiku-5-5", "claude-haiku-5.5", 0.1, 0.5),
+        ("claude-fable-5-2", "claude-fable-5.2", 8, 40),
+        ("claude-mythos-5-1", "claude-mythos-5.1", 10, 50),
+        ("us.anthropic.claude-opus-5-5", "claude-opus-5.5", 4, 20),
         ("claude-sonnet-4-20250514", "claude-sonnet-4", 3, 15),
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4", 3, 15),
         ("claude-sonnet-4-5[1m]", "claude-sonnet-4", 3, 15),
@@ -60,6 +70,23 @@ def test_known_models_match_their_family(model, family, inp, out):
     assert r.output * M == pytest.approx(out)
 
 
+def test_cache_read_multiple_is_per_model():
+    t = PriceTable.builtin()
+    assert t.rates("claude-opus-5-5").cache_read_x == pytest.approx(0.05)
+    assert t.rates("claude-opus-5").cache_read_x == pytest.approx(0.1)
+    assert t.rates("claude-fable-5-2").cache_read_x == pytest.approx(0.025)
+    r = t.rates("claude-opus-5-5")  # SPEC section 3: $4 in, $20 out, read 0.05x, 5m write 1.25x
+    assert (r.input * M, r.output * M, r.cache_read * M, r.write_5m * M, r.write_1h * M) == pytest.approx(
+        (4.0, 20.0, 0.2, 5.0, 8.0))
+
+
+def test_every_family_names_a_dated_source():
+    data = builtin_json()
+    for fam in data["families"]:
+        src = data["sources"][fam["source"]]
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", src["as_of"]) and src["what"]
+
+
 def test_claude_cache_tiers_are_the_table_multiples():
     data = {f["family"]: f for f in builtin_json()["families"]}
     t = PriceTable.builtin()
@@ -79,8 +106,9 @@ def test_openai_cached_input_is_the_published_absolute_price():
 
 @pytest.mark.parametrize(
     "model, family",
-    [("claude-opus-5-5", "claude-opus-4.5+"), ("claude-sonnet-5", "claude-sonnet-4"), ("mystery-model", "claude-sonnet-4"),
-     ("", "claude-sonnet-4"), ("haiku", "claude-haiku-4.5")],
+    [("claude-opus-6", "claude-opus-5.5"), ("claude-opus-5-7", "claude-opus-5.5"), ("claude-sonnet-6", "claude-sonnet-5.5"),
+     ("claude-fable-6", "claude-fable-5.2"), ("mystery-model", "claude-sonnet-4"), ("", "claude-sonnet-4"),
+     ("haiku", "claude-haiku-5.5")],
 )
 def test_unknown_models_fall_back_and_say_assumed(model, family):
     r = PriceTable.builtin().rates(model)
@@ -169,3 +197,49 @@ def test_as_dict_has_every_tier_per_mtok():
     d = PriceTable.builtin().rates("claude-haiku-4-5").as_dict()
     assert set(TIERS) <= set(d)
     assert d["input"] == pytest.approx(1.0)
+
+
+# -- against Claude Code's own catalog (read from the installed binary) ------------------------
+
+# The one knowing difference: the published list charges Sonnet 4.x a long-context premium above
+# 200k prompt tokens (1M beta); Claude Code 2.1.332's catalog does not. The table keeps the premium.
+NO_PREMIUM_IN_CLAUDE_CODE = {"claude-sonnet-4"}
+
+
+@pytest.mark.claude_cli
+def test_every_claude_code_model_is_priced_as_claude_code_prices_it():
+    from tests.support.claude_catalog import catalog, model_pricing
+
+    table = PriceTable.builtin()
+    models = catalog()["models"]
+    assert len(models) >= 20
+    for entry in models:
+        cc = model_pricing(entry)
+        for name in {entry["id"], entry["provider_ids"]["first_party"]}:
+            r = table.rates(name)
+            assert not r.assumed, name
+            got = (r.input, r.output, r.cache_read, r.write_5m, r.write_1h)
+            want = tuple(cc[k] / M for k in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h"))
+            assert got == pytest.approx(want), (name, r.as_dict(), cc)
+            lp = cc.get("long_prompt")
+            if lp:
+                assert r.long_context_above == lp["above_prompt_tokens"], name
+                lc = r.long_context
+                assert (lc.input, lc.output, lc.cache_read, lc.write_5m, lc.write_1h) == pytest.approx(
+                    tuple(lp[k] / M for k in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")))
+            else:
+                assert r.long_context is None or r.family in NO_PREMIUM_IN_CLAUDE_CODE, name
+
+
+@pytest.mark.claude_cli
+def test_claude_codes_aliases_resolve_to_priced_models():
+    from tests.support.claude_catalog import catalog
+
+    table = PriceTable.builtin()
+    for alias, spec in catalog()["aliases"].items():
+        assert not table.rates(spec["default"]).assumed, alias
+        # an unknown model of a family is priced like the family's latest model, labelled assumed
+        latest = catalog()["latest_per_family"].get(alias)
+        if latest:
+            guess = table.rates(f"claude-{alias}-99")
+            assert guess.assumed and guess.family == table.rates(latest).family, alias

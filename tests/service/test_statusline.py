@@ -81,3 +81,14 @@ def test_command_prints_one_line_and_never_fails(isolated_home):
         assert cp.returncode == 0 and cp.stderr == b""
         lines = cp.stdout.count(b"\n")
         assert lines == 1 if raw.startswith(b"{\n") else lines <= 1  # garbage: silence or one line
+
+
+def test_window_from_the_model_table_when_claude_code_sends_none():
+    doc = load("statusline-after-turns.json")
+    del doc["context_window"]["context_window_size"]
+    ctx, window, _ = context_figures(doc)
+    assert window is None
+    assert doc["model"]["id"] == "claude-opus-5-5"
+    assert f"ctx {ctx / 1000:.1f}k/1M (" in render(doc)  # Opus 5.5 has a native 1M window
+    doc["model"]["id"] = "claude-haiku-4-5"
+    assert f"ctx {ctx / 1000:.1f}k/200.0k (" in render(doc)

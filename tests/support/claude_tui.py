@@ -1,17 +1,13 @@
-"""Drive the real Claude Code terminal UI under tmux, offline (SPEC section 9).
+"""Drive the interactive Claude Code TUI in tmux (SPEC section 9), offline.
 
-    with ClaudeTui(base_url, workdir) as tui:
-        tui.prompt("Read a.txt")              # types it and presses Enter
-        tui.wait_for(lambda: len(emu.received) >= 2)
-        tui.keys("Escape")                   # any tmux key name
-        print(tui.screen())
-
-Each session runs on its own tmux server (``-L`` socket in the test's temporary
-HOME), 120x40, with the environment of ``claude_cli.claude_env`` (temporary HOME
-and CLAUDE_CONFIG_DIR, dummy key, no telemetry). ``seed_config`` marks
-onboarding done, the dummy key approved, the folder trusted and the
-bypass-permissions warning seen, so the first screen is the prompt.
-Stopping kills that tmux server only (by its socket), never another.
+A private tmux server (its own ``-L`` socket, so nothing else's sessions are
+touched) runs ``claude`` in a 120x40 pane with the environment of
+``claude_env`` (temporary HOME and CLAUDE_CONFIG_DIR, dummy key, telemetry
+and updater off, IS_SANDBOX=1 as root). The first-run screens are skipped by
+the config Claude Code itself writes once they are answered: onboarding done,
+a theme, the dummy key approved, the work folder trusted
+(``write_first_run_config``). ``send`` types a line and presses Enter;
+``wait_for`` polls ``capture-pane`` until a predicate holds.
 """
 
 from __future__ import annotations
@@ -19,121 +15,95 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
 from pathlib import Path
-from typing import Self
+from typing import Callable, Mapping, Sequence
 
 from tests.support import claude_bin, require
 from tests.support.claude_cli import DUMMY_KEY, claude_env
 
-PROMPT = "\u276f"  # the input line's prompt character, drawn once the UI is ready
 
-
-def seed_config(env: Mapping[str, str], workdir: Path) -> None:
-    """Onboarding done, the dummy key approved, ``workdir`` trusted, no bypass warning."""
-    cfg_dir = Path(env["CLAUDE_CONFIG_DIR"])
-    cfg_dir.mkdir(parents=True, exist_ok=True)
-    path = cfg_dir / ".claude.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data.update({"hasCompletedOnboarding": True, "theme": "dark", "numStartups": 3,
-                 "customApiKeyResponses": {"approved": [DUMMY_KEY[-20:]], "rejected": []},
-                 "bypassPermissionsModeAccepted": True})
-    projects = data.setdefault("projects", {})
-    projects.setdefault(str(workdir), {}).update({"hasTrustDialogAccepted": True,
-                                                 "hasCompletedProjectOnboarding": True})
-    path.write_text(json.dumps(data))
-    settings = cfg_dir / "settings.json"
-    s = json.loads(settings.read_text()) if settings.exists() else {}
-    s.update({"skipDangerousModePermissionPrompt": True})
-    settings.write_text(json.dumps(s))
+def write_first_run_config(env: Mapping[str, str], workdir: Path) -> Path:
+    """The global config a user has after the first-run screens (theme, key, trust) were answered."""
+    config_dir = Path(env["CLAUDE_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    path = config_dir / ".claude.json"
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc.update({
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "numStartups": 1,
+        "bypassPermissionsModeAccepted": True,
+        "customApiKeyResponses": {"approved": [DUMMY_KEY[-20:]], "rejected": []},
+    })
+    projects = doc.setdefault("projects", {})
+    for p in {str(workdir), str(workdir.resolve())}:
+        projects.setdefault(p, {}).update({"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True})
+    path.write_text(json.dumps(doc, indent=2))
+    return path
 
 
 class ClaudeTui:
-    def __init__(self, base_url: str, workdir: str | os.PathLike, args: Sequence[str] = (),
-                 env_extra: Mapping[str, str] | None = None, wrapper: Sequence[str] = (),
-                 width: int = 120, height: int = 40, skip_permissions: bool = True):
-        require(bool(_which("tmux")), "tmux")
-        self.workdir = Path(workdir).resolve()
+    def __init__(self, base_url: str, workdir: str | os.PathLike, *, args: Sequence[str] = (),
+                 env_extra: Mapping[str, str] | None = None, width: int = 120, height: int = 40):
+        require(bool(shutil.which("tmux")), "tmux")
+        self.workdir = Path(workdir)
         self.env = claude_env(base_url, env_extra)
         self.env.pop("NO_COLOR", None)
-        self.args = [*wrapper, claude_bin(), *(["--dangerously-skip-permissions"] if skip_permissions else []), *args]
+        self.env.setdefault("TERM", "xterm-256color")
+        self.socket = f"scalpel-test-{uuid.uuid4().hex[:12]}"
+        self.session = "claude"
+        self.args = [claude_bin(), *args]
         self.size = (width, height)
-        home = Path(self.env["HOME"])
-        self.socket = str(home / f".tmux-{os.getpid()}-{id(self)}")
-        self.name = "claude"
-        self._started = False
 
-    # ---------------------------------------------------------------- life
-    def start(self) -> ClaudeTui:
-        seed_config(self.env, self.workdir)
-        launcher = Path(self.env["HOME"]) / f"launch-{id(self)}.sh"
-        lines = ["#!/bin/sh"] + [f"export {k}={shlex.quote(v)}" for k, v in self.env.items()
-                                 if k.isidentifier()]
-        lines.append(f"cd {shlex.quote(str(self.workdir))} && exec {' '.join(shlex.quote(a) for a in self.args)}")
-        launcher.write_text("\n".join(lines) + "\n")
-        launcher.chmod(0o700)
+    def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True,
+                              timeout=30, check=check)
+
+    def start(self) -> "ClaudeTui":
+        write_first_run_config(self.env, self.workdir)
+        command = " ".join(shlex.quote(a) for a in self.args)
         w, h = self.size
-        self._tmux("new-session", "-d", "-x", str(w), "-y", str(h), "-s", self.name, str(launcher))
-        self._started = True
-        self.wait_for_screen(PROMPT, timeout=60)
+        self._tmux("-f", "/dev/null", "new-session", "-d", "-x", str(w), "-y", str(h), "-s", self.session,
+                   "-c", str(self.workdir), command)
+        self._tmux("set-option", "-t", self.session, "remain-on-exit", "on", check=False)
         return self
 
-    def stop(self) -> None:
-        if self._started:
-            self._started = False
-            subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10, check=False)
+    def screen(self) -> str:
+        cp = self._tmux("capture-pane", "-p", "-t", self.session, check=False)
+        return cp.stdout
 
-    def __enter__(self) -> Self:
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", self.session, *keys)
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-t", self.session, "-l", text)
+
+    def send(self, text: str) -> None:
+        """Type ``text`` and press Enter (a short pause lets the input box take the text first)."""
+        self.type(text)
+        time.sleep(0.3)
+        self.keys("Enter")
+
+    def wait_for(self, cond: Callable[[str], bool], timeout: float = 60.0, what: str = "") -> str:
+        """Poll the screen until ``cond(screen)``; raise with the last screen when it never holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.screen()
+            if cond(s):
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what or cond}; the screen was:\n{s}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        self._tmux("kill-server", check=False)
+
+    def __enter__(self) -> "ClaudeTui":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-    # ---------------------------------------------------------------- input
-    def keys(self, *keys: str) -> None:
-        """tmux key names (``Enter``, ``Escape``, ``BTab`` = shift+tab, ``C-c``)."""
-        self._tmux("send-keys", "-t", self.name, *keys)
-
-    def type(self, text: str) -> None:
-        self._tmux("send-keys", "-t", self.name, "-l", text)
-
-    def prompt(self, text: str) -> None:
-        """Type ``text`` and submit it (Enter sent apart: a pasted newline is no submit)."""
-        self.type(text)
-        time.sleep(0.15)
-        self.keys("Enter")
-
-    # ---------------------------------------------------------------- output
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", self.name).stdout
-
-    def wait_for(self, cond: Callable[[], bool], timeout: float = 30, what: str = "condition") -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if cond():
-                return
-            if not self.alive():
-                raise AssertionError(f"claude exited while waiting for {what}")
-            time.sleep(0.05)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}; screen:\n{self.screen()}")
-
-    def wait_for_screen(self, text: str, timeout: float = 30) -> None:
-        self.wait_for(lambda: text in self.screen(), timeout, repr(text))
-
-    def alive(self) -> bool:
-        r = subprocess.run(["tmux", "-S", self.socket, "has-session", "-t", self.name], capture_output=True, check=False)
-        return r.returncode == 0
-
-    def _tmux(self, *args: str) -> subprocess.CompletedProcess:
-        r = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=20, check=False)
-        if r.returncode != 0:
-            raise AssertionError(f"tmux {args[0]} failed: {r.stderr.strip()}")
-        return r
-
-
-def _which(name: str) -> str | None:
-    from shutil import which
-
-    return which(name)

@@ -120,3 +120,28 @@ def test_ledger_version_moves_with_new_rows(seeded, conn):
     assert w.flush(10)
     w.close()
     assert data.ledger_version(conn) != before
+
+
+def test_window_is_the_models_own_and_1m_when_the_prompt_proves_it():
+    import time
+
+    from scalpel_desktop.store import db
+
+    now = time.time()
+    conn_w = db.connect()
+    conn_w.executemany(
+        "INSERT INTO requests (ts, session, model, endpoint, input_tokens, cache_write_5m, cache_write_1h, cache_read, "
+        "output_tokens, decision, status) VALUES (?,?,?,'messages',?,?,0,?,10,'unchanged',200)",
+        [(now - 30, "opus55", "claude-opus-5-5", 10, 1000, 50_000),  # native 1M window
+         (now - 20, "sonnet-big", "claude-sonnet-4-5-20250929", 10, 1000, 300_000),  # over 200k: the 1M beta is on
+         (now - 10, "sonnet-small", "claude-sonnet-4-5-20250929", 10, 1000, 50_000)])
+    conn_w.commit()
+    conn_w.close()
+    conn = data.open_ledger(dirs().database)
+    try:
+        rows = {r.session: r for r in data.load_sessions(conn, now).rows}
+    finally:
+        conn.close()
+    assert rows["opus55"].window == 1_000_000 and rows["opus55"].share == pytest.approx(51_010 / 1_000_000)
+    assert rows["sonnet-big"].window == 1_000_000
+    assert rows["sonnet-small"].window == 200_000
