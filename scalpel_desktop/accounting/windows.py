@@ -5,10 +5,11 @@ The Claude rows are Claude Code 2.1.332's own catalog (``context.window``,
 of its native binary, build 2026-11-24; ``WINDOWS_SOURCE``): the window its
 statusline reports as ``context_window_size``. Newer models (Opus 4.7 and
 later, Sonnet 5 and later, Haiku 5.5, Fable, Mythos) have a native 1M window;
-Sonnet 4.x and Opus 4.6 have 200k and offer 1M with the ``context-1m`` beta,
-which Claude Code selects when the model name carries ``[1m]`` (e.g.
-``claude-sonnet-4-5[1m]``; it strips the suffix before sending and adds the
-beta header). ``one_m=True`` asks for the large window where the model has
+Sonnet 4.x, Opus 4 to 4.6 and Haiku 4.5 have 200k and offer 1M with the
+``context-1m`` beta, which Claude Code selects when the model name carries
+``[1m]`` (e.g. ``claude-sonnet-4-5[1m]``; it strips the suffix before sending
+and adds the beta header; its statusline then reports 1,000,000, measured for
+Sonnet 4.5 and Haiku 4.5). ``one_m=True`` asks for the large window where the model has
 one (a model without the option keeps its normal window). The OpenAI rows are
 the published figures.
 
@@ -43,9 +44,11 @@ WINDOWS: tuple[Window, ...] = (
     Window(r"haiku-5[-.]5" + _V, ONE_M),
     Window(r"fable-5", ONE_M),
     Window(r"mythos-5", ONE_M),
-    # 200k, 1M with the context-1m beta (maximum_window = 1e6)
+    # 200k, 1M with the context-1m beta (maximum_window = 1e6, or supports_1m_suffix: Claude Code then
+    # reports a 1M window and sends the beta header)
     Window(r"sonnet-4", 200_000, ONE_M),
-    Window(r"opus-4[-.]6" + _V, 200_000, ONE_M),
+    Window(r"opus-4", 200_000, ONE_M),  # 4, 4.1, 4.5, 4.6 (4.7 and 4.8 matched above)
+    Window(r"haiku-4[-.]5" + _V, 200_000, ONE_M),
     Window(r"claude", 200_000),
     Window(r"^gpt-4\.1", 1_047_576),
     Window(r"^gpt-5", 400_000),

@@ -63,8 +63,10 @@ class ClaudeTui:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True,
                               timeout=30, check=check)
 
-    def start(self) -> "ClaudeTui":
+    def start(self, statusline_dir: Path | None = None) -> "ClaudeTui":
         write_first_run_config(self.env, self.workdir)
+        if statusline_dir is not None:
+            capture_statusline(self.env, statusline_dir)
         command = " ".join(shlex.quote(a) for a in self.args)
         w, h = self.size
         self._tmux("-f", "/dev/null", "new-session", "-d", "-x", str(w), "-y", str(h), "-s", self.session,
@@ -72,8 +74,10 @@ class ClaudeTui:
         self._tmux("set-option", "-t", self.session, "remain-on-exit", "on", check=False)
         return self
 
-    def screen(self) -> str:
-        cp = self._tmux("capture-pane", "-p", "-t", self.session, check=False)
+    def screen(self, history: bool = False) -> str:
+        """The visible pane (with ``history``, everything scrolled off above it too)."""
+        extra = ("-S", "-") if history else ()
+        cp = self._tmux("capture-pane", "-p", *extra, "-t", self.session, check=False)
         return cp.stdout
 
     def keys(self, *keys: str) -> None:
@@ -88,11 +92,12 @@ class ClaudeTui:
         time.sleep(0.3)
         self.keys("Enter")
 
-    def wait_for(self, cond: Callable[[str], bool], timeout: float = 60.0, what: str = "") -> str:
+    def wait_for(self, cond: Callable[[str], bool], timeout: float = 60.0, what: str = "",
+                 history: bool = False) -> str:
         """Poll the screen until ``cond(screen)``; raise with the last screen when it never holds."""
         deadline = time.monotonic() + timeout
         while True:
-            s = self.screen()
+            s = self.screen(history)
             if cond(s):
                 return s
             if time.monotonic() > deadline:
@@ -107,3 +112,27 @@ class ClaudeTui:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def capture_statusline(env: Mapping[str, str], out_dir: Path) -> None:
+    """Point Claude Code's ``statusLine`` at a command that saves each stdin JSON in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config_dir = Path(env["CLAUDE_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    settings = config_dir / "settings.json"
+    doc = json.loads(settings.read_text()) if settings.exists() else {}
+    target = shlex.quote(str(out_dir))
+    doc["statusLine"] = {"type": "command",
+                         "command": f'f={target}/s-$(date +%s%N); cat > "$f.tmp" && mv "$f.tmp" "$f.json"'}
+    settings.write_text(json.dumps(doc, indent=2))
+
+
+def captured_statuslines(out_dir: Path) -> list[dict]:
+    """Every statusline input saved so far, oldest first."""
+    out = []
+    for p in sorted(out_dir.glob("s-*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except ValueError:
+            continue
+    return out
