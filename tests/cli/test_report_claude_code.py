@@ -16,7 +16,11 @@ import pytest
 
 from scalpel_desktop.cli import main
 from scalpel_desktop.config import Config
-from scalpel_desktop.emulator.scripts import FINAL_TEXT, claude_code_session, prepare_workdir
+from scalpel_desktop.emulator.scripts import (
+    FINAL_TEXT,
+    claude_code_session,
+    prepare_workdir,
+)
 from scalpel_desktop.emulator.testing import running_emulator
 from scalpel_desktop.runtime import Runtime
 from tests.support.claude_cli import run_claude

@@ -22,7 +22,7 @@ from typing import Any
 from tests.support import require
 
 MARKER = b'{"//":"Hand-maintained baked-in model catalog'
-_TOKEN = re.compile(r'(?P<s>"(?:[^"\\]|\\.)*")|(?P<t>!0)|(?P<f>!1)|(?P<k>[A-Za-z_$][\w$]*)(?=\s*:)|.', re.S)
+_TOKEN = re.compile(r'(?P<s>"(?:[^"\\]|\\.)*")|(?P<t>!0)|(?P<f>!1)|(?P<k>[A-Za-z_$][\w$]*)(?=\s*:)|.', re.DOTALL)
 
 
 def native_binary() -> Path | None:

@@ -19,8 +19,8 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from tests.support import claude_bin, require
 from tests.support.claude_cli import DUMMY_KEY, claude_env
@@ -63,7 +63,7 @@ class ClaudeTui:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True,
                               timeout=30, check=check)
 
-    def start(self, statusline_dir: Path | None = None) -> "ClaudeTui":
+    def start(self, statusline_dir: Path | None = None) -> ClaudeTui:
         write_first_run_config(self.env, self.workdir)
         if statusline_dir is not None:
             capture_statusline(self.env, statusline_dir)
@@ -107,7 +107,7 @@ class ClaudeTui:
     def stop(self) -> None:
         self._tmux("kill-server", check=False)
 
-    def __enter__(self) -> "ClaudeTui":
+    def __enter__(self) -> ClaudeTui:
         return self.start()
 
     def __exit__(self, *exc) -> None:
