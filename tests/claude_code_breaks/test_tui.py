@@ -22,28 +22,28 @@ def test_escape_mid_turn(live):
     live.script.tracks["sleepy"] = [call("Bash", command="sleep 20", description="wait"), say("slept")]
     with ClaudeTui(live.url, live.workdir) as tui:
         tui.prompt("Read a.txt please.")
-        tui.wait_for(lambda: _main_count(live) >= 2 and "first done" in tui.screen(), what="the first answer")
+        tui.wait_for(lambda _s: _main_count(live) >= 2 and "first done" in tui.screen(), what="the first answer")
 
         # 1. Esc while the answer streams (the emulator goes silent after 3 events).
         live.emu.fault("slow", count=1, silences=[[3, 20.0]])
         tui.prompt("Take your time.")
-        tui.wait_for(lambda: any(r.fault == "slow" for r in live.emu.received), what="the slow request")
+        tui.wait_for(lambda _s: any(r.fault == "slow" for r in live.emu.received), what="the slow request")
         time.sleep(0.5)
         tui.keys("Escape")
-        tui.wait_for(lambda: "Take your time." in tui.screen().split("\u276f")[-1], what="the prompt given back")
+        tui.wait_for(lambda _s: "Take your time." in tui.screen().split("\u276f")[-1], what="the prompt given back")
         tui.keys("C-u")
         tui.prompt("Go on.")
-        tui.wait_for(lambda: _main_count(live) >= 4, what="the request after Esc")
+        tui.wait_for(lambda _s: _main_count(live) >= 4, what="the request after Esc")
 
         # 2. Esc while a tool runs.
-        tui.wait_for(lambda: "later done" in tui.screen(), what="the answer after Esc")
+        tui.wait_for(lambda _s: "later done" in tui.screen(), what="the answer after Esc")
         tui.prompt("SCRIPT:sleepy wait a bit")
-        tui.wait_for(lambda: _main_count(live) >= 5, what="the Bash call")
+        tui.wait_for(lambda _s: _main_count(live) >= 5, what="the Bash call")
         time.sleep(0.8)
         tui.keys("Escape")
         tui.wait_for_screen("Interrupted")
         tui.prompt("Go on after the tool.")
-        tui.wait_for(lambda: _main_count(live) >= 6, what="the request after the interrupted tool")
+        tui.wait_for(lambda _s: _main_count(live) >= 6, what="the request after the interrupted tool")
     steps, main = live.steps(), live.main()
     streamed, withdrawn = steps[2], steps[3]
     # (1) The interrupted turn is withdrawn: its prompt went back to the input box and the
@@ -64,7 +64,7 @@ def test_escape_mid_turn(live):
 def test_plan_mode_from_shift_tab_appends(live):
     with ClaudeTui(live.url, live.workdir) as tui:
         tui.prompt("Read a.txt please.")
-        tui.wait_for(lambda: _main_count(live) >= 2 and "first done" in tui.screen(), what="the first answer")
+        tui.wait_for(lambda _s: _main_count(live) >= 2 and "first done" in tui.screen(), what="the first answer")
         for _ in range(4):  # shift+tab cycles the permission modes: stop at plan mode
             if "plan mode on" in tui.screen():
                 break
@@ -72,7 +72,7 @@ def test_plan_mode_from_shift_tab_appends(live):
             time.sleep(0.3)
         assert "plan mode on" in tui.screen(), tui.screen()
         tui.prompt("Plan it.")
-        tui.wait_for(lambda: _main_count(live) >= 3, what="the request in plan mode")
+        tui.wait_for(lambda _s: _main_count(live) >= 3, what="the request in plan mode")
     steps, main = live.steps(), live.main()
     assert "plan mode" in str(main[2].json()["messages"][-3:]).lower()
     assert_append(steps[2], steps[1])
