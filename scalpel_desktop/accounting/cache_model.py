@@ -126,10 +126,12 @@ class PromptCache:
 
     def bill_detail(self, key: Hashable, blocks: Sequence[Block], now: float, *,
                     breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None,
-                    dry_run: bool = False) -> Bill:
+                    dry_run: bool = False, also_read: int | None = None) -> Bill:
         """``bill`` with the positions read and written. ``breakpoints`` ({index: ttl})
         overrides the blocks' own markers (the bench moves them without copying).
-        ``dry_run``: what the request would cost, leaving every entry as it was."""
+        ``dry_run``: what the request would cost, leaving every entry as it was.
+        ``also_read``: a block index whose entry is looked up whatever the lookback
+        (the bench, where a request's real usage shows the provider read there)."""
         if breakpoints is None:
             bps = [(i, b.breakpoint) for i, b in enumerate(blocks) if b.breakpoint]
         else:
@@ -152,6 +154,12 @@ class PromptCache:
                         entry.expires = now + TTL_SECONDS[entry.ttl]
                     hits.append(j)
                     break
+        if also_read is not None and 0 <= also_read < len(blocks):
+            entry = self.entries.get((key, blocks[also_read].chain))
+            if entry is not None and entry.expires > now:
+                if not dry_run:
+                    entry.expires = now + TTL_SECONDS[entry.ttl]
+                hits.append(also_read)
         read_at = max(hits) if hits else -1
         read = cum[read_at + 1]
 

@@ -11,15 +11,12 @@
 * ``ceiling``: every dead token removed for free the moment it died (the
   stub's size is billed, the cache is never touched): no policy can beat it.
 
-Each is a ``cuts_for(k, request) -> {tool_use_id: Stub}`` for
-``SequenceSimulator.run``.
+Each is a ``cuts_for(k, request) -> {tool_use_id: Stub}`` for an arm of
+``SequenceSimulator``; stubs are sized with the sequence's own tokens per byte.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from scalpel_desktop.accounting.estimator import estimate, model_family
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import Stub
 
@@ -28,65 +25,39 @@ FIRST_PARTY_KEEP = 3
 CLEARED_TEXT = "[cleared to save context]"
 
 
-def stub_tokens(family: str | None = None) -> int:
-    """Estimated tokens of a scalpel stub (its text is fixed but for the size and hash)."""
-    from scalpel_desktop.surgery.stub import stub_text
-
-    return estimate(stub_text("superseded_read", 12345, "0" * 64), family=family)
-
-
-def doc_for(seq: Sequence, req: Request) -> dict:
-    """An Anthropic body for the doom analysis (no system, no tools: transcripts lack them)."""
-    return {"model": req.model, "messages": req.messages}
-
-
-def doom_spans(seq: Sequence, req: Request, config: Any, tier: int) -> list:
-    from scalpel_desktop.surgery.doom import find_doom_spans
-    from scalpel_desktop.wire.formats import view_for
-
-    view = view_for("messages", doc_for(seq, req))
-    if view is None:
-        return []
-    return find_doom_spans(view, config, tier=tier)
-
-
 class DoomCuts:
-    """Cut every dead result as soon as it is dead: ``naive`` (keyed stubs) or ``ceiling`` (free)."""
+    """Cut every dead result as soon as it is dead: ``naive`` (keyed stubs) or ``ceiling`` (free).
 
-    def __init__(self, seq: Sequence, config: Any, tier: int, label: str, spans_cache: dict | None = None):
-        self.seq = seq
-        self.spans_cache = spans_cache if spans_cache is not None else {}
-        self.config = config
-        self.tier = tier
+    ``spans(k)`` gives request k's doom spans (``SequenceBodies.spans``: shared with the stage arms)."""
+
+    def __init__(self, spans, stub: int, label: str):
+        self.spans = spans
         self.label = label
         self.cuts: dict[str, Stub] = {}
-        self.tokens = stub_tokens(model_family(seq.requests[0].model))
-        self.dead_tokens_by_kind: dict[str, int] = {}
+        self.tokens = stub
 
     def __call__(self, k: int, req: Request) -> dict[str, Stub]:
-        spans = self.spans_cache.get(k)
-        if spans is None:
-            spans = self.spans_cache[k] = doom_spans(self.seq, req, self.config, self.tier)
-        for span in spans:
+        for span in self.spans(k):
             if span.tool_use_id not in self.cuts:
                 self.cuts[span.tool_use_id] = Stub(f"{self.label}:{span.tool_use_id}", self.tokens)
-                self.dead_tokens_by_kind[span.kind] = self.dead_tokens_by_kind.get(span.kind, 0) + span.tokens
         return self.cuts
 
 
 class FirstPartyCuts:
-    """Server-side clearing of the oldest tool results past a trigger (per request)."""
+    """Server-side clearing of the oldest tool results past a trigger (per request).
 
-    def __init__(self, seq: Sequence, estimate_prompt, trigger: int = FIRST_PARTY_TRIGGER,
+    ``prompt(k)``: request k's real prompt total (the server decides on what it counts)."""
+
+    def __init__(self, seq: Sequence, prompt, stub: int, trigger: int = FIRST_PARTY_TRIGGER,
                  keep: int = FIRST_PARTY_KEEP):
         self.seq = seq
-        self.estimate_prompt = estimate_prompt  # (k) -> estimated prompt tokens of the original request
+        self.prompt = prompt
         self.trigger = trigger
         self.keep = keep
-        self.tokens = estimate(CLEARED_TEXT, family=model_family(seq.requests[0].model))
+        self.tokens = stub
 
     def __call__(self, k: int, req: Request) -> dict[str, Stub]:
-        if self.estimate_prompt(k) <= self.trigger:
+        if self.prompt(k) <= self.trigger:
             return {}
         ids = [b.get("tool_use_id") for ln in req.history for b in ln.blocks if b.get("type") == "tool_result"]
         ids = [i for i in ids if isinstance(i, str)]

@@ -1,45 +1,51 @@
-"""Replay real sessions through the SHIPPED surgery stage under each policy.
+"""Replay real sessions through the SHIPPED surgery stage under each policy, priced on the real bill.
 
-For every sequence (a main thread, a sidechain, a subagent file):
+The baseline is the real bill: each request's usage counts at the price
+table's rates. A policy costs, per session::
 
-1. a baseline pass (policy ``off``) bills the unmodified requests through the
-   cache model and finds the client's own cache breaks in the real usage
-   (``bench/simulate.py``);
-2. ``cold`` and ``payback`` run each request, with its real timestamp, through
-   ``surgery.stage.SurgeryStage`` (the proxy's own code: economist,
-   doom spans, surgeon, validator) with a temporary spill dir and cut log; the
-   stubs it sends are billed, and the simulated usage goes back to the stage
-   as the response, as the proxy would see it;
-3. ``naive`` and ``first-party`` are bench-only comparisons, ``ceiling`` the
-   bound no policy can beat (``bench/policies.py``).
+    real + (simulated with the policy - simulated without)
 
-Savings are measured against the baseline's simulated cost (one model for
-every arm), at list prices from ``accounting/prices.py``.
+both arms from the one anchored simulator (``bench/simulate.py``), so what it
+gets wrong the same way in both cancels. Its unmodified arm (``off``) is also
+compared with the real bill: that is the check (``bench/check.py``).
+
+For every sequence (a main thread, a sidechain, a subagent file), all arms go
+in lockstep, request by request, so each body, its parsed document and its
+doom analysis are built once for all of them (``bench/stage_driver.py``):
+
+* ``off``: the unmodified requests;
+* ``cold`` and ``payback`` through ``surgery.stage.SurgeryStage``
+  (the proxy's own code: economist, doom spans, surgeon, validator) with a
+  temporary spill dir and cut log, the real timestamps, the client breaks the
+  usage shows as hints; the simulated usage goes back to the stage as the
+  response, as the proxy would see it;
+* ``cold:proven`` and ``payback:proven``: the same without the hints (breaks
+  visible from content and time alone): the ``proven`` part of the saving;
+* ``naive`` and ``first-party``, bench-only comparisons, and ``ceiling``, the
+  bound no policy can beat (``bench/policies.py``).
 
 From Python::
 
     from scalpel_desktop.bench.replay import replay_corpus
-    result = replay_corpus(path, policies=["off", "cold", "payback"], tier=2,
-                           config={"payback_factor": 2.0})
-    result.policy("cold").saving_pct
+    result = replay_corpus(path, policies=["off", "cold", "payback"], tier=2)
+    result.policy("cold").saving_pct      # percent of the real bill
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from scalpel_desktop.wire.usage import Usage
-from scalpel_desktop.bench.policies import DoomCuts, FirstPartyCuts, stub_tokens
-from scalpel_desktop.bench.reader import FileResult, Request, Sequence, read_corpus
-from scalpel_desktop.bench.simulate import SequenceBill, SequenceSimulator, Stub
+from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
+from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
+from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
+from scalpel_desktop.bench.simulate import SequenceSimulator
+from scalpel_desktop.bench.stage_driver import SequenceBodies, StageDriver, stub_tokens
 
 ALL_POLICIES = ("off", "cold", "payback", "naive", "first-party")
 STAGE_POLICIES = ("cold", "payback")
+PROVEN = ":proven"  # suffix of a stage arm run without the client-break hints
 MIN_REQUESTS = 2  # a sequence of one request has nothing to replay
 
 
@@ -50,16 +56,16 @@ class SessionResult:
     kind: str
     model: str
     requests: int
-    real_cost: float
-    check_cost: float  # simulated from content + first usage only
-    costs: dict[str, float]  # policy -> simulated cost (incl. "off" and "ceiling")
-    breaks: int
-    prefix_tokens: int
-    cuts: dict[str, int] = field(default_factory=dict)  # policy -> results cut
-    errors: dict[str, str] = field(default_factory=dict)  # policy -> error (fell back to "off")
-    last_real_prompt: int = 0  # the last request's real prompt tokens
-    last_check_prompt: int = 0  # ... as the check estimated it from content
+    real_cost: float  # the usage counts at list prices
+    costs: dict[str, float]  # arm -> SIMULATED cost ("off", each policy, "<stage policy>:proven", "ceiling")
+    ratio: Ratio
+    cuts: dict[str, int] = field(default_factory=dict)  # arm -> results cut
+    errors: dict[str, str] = field(default_factory=dict)  # arm -> error (that arm fell back to "off")
     ttl: str = "5m"
+
+    def cost(self, arm: str) -> float:
+        """The arm's cost on the real bill: real + (simulated arm - simulated off)."""
+        return self.real_cost + self.costs.get(arm, self.costs["off"]) - self.costs["off"]
 
 
 @dataclass
@@ -67,12 +73,14 @@ class PolicyTotal:
     name: str
     cost: float
     saving_usd: float
-    saving_pct: float
+    saving_pct: float  # of the real bill
     sessions_worse: int
-    worst_session_pct: float
+    worst_session_pct: float  # the session made dearest, in percent of its real bill (negative: dearer)
     best_session_pct: float
     median_session_pct: float
     cuts: int
+    proven_saving_usd: float = 0.0
+    proven_saving_pct: float = 0.0
 
 
 @dataclass
@@ -89,116 +97,6 @@ class ReplayResult:
         return totals_for(self.sessions, name)
 
 
-class StageDriver:
-    """Runs one sequence's requests through a private SurgeryStage."""
-
-    def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None = None,
-                 sim: SequenceSimulator | None = None, breaks: list | None = None):
-        from scalpel_desktop.surgery.stage import SurgeryStage
-        from scalpel_desktop.store.db import connect
-        from scalpel_desktop.store.spill import SpillStore
-        from scalpel_desktop.store.cutlog import CutLog
-        from scalpel_desktop.surgery.economist import Economist
-
-        self.seq = seq
-        self.tmp = tempfile.mkdtemp(prefix="scalpel-bench-")
-        cfg = dict(config or {})
-        cfg["policy"], cfg["tier"] = policy, tier  # after the defaults, or every arm would run "cold"
-        # The client's own cache breaks, found in the real usage (a transcript does not show the
-        # rewritten bytes; the live proxy sees them by comparing requests): shown to the stage.
-        self.sim, self.breaks = sim, breaks or []
-        self.conn = connect(Path(":memory:"))  # the surgery log of this replay only
-        self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill"), CutLog(self.conn),
-                                  Economist(cfg, prices), prices)
-        self.stub = stub_tokens()
-        self.cuts: dict[str, Stub] = {}
-        self._ex = None
-        self.headers = {"x-claude-code-session-id": seq.session_id}
-        if seq.kind != "main" and seq.agent_id:
-            self.headers["x-claude-code-agent-id"] = seq.agent_id
-        self.ttl = None
-
-    def close(self) -> None:
-        try:
-            self.conn.close()
-        finally:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def body(self, k: int, req: Request) -> bytes:
-        from scalpel_desktop.wire.jsoncodec import dumps
-
-        u = req.usage
-        if u.cache_write_1h > 0:
-            self.ttl = "1h"
-        elif u.cache_write_5m > 0:
-            self.ttl = "5m"
-        marker: dict[str, Any] = {"type": "ephemeral"}
-        if self.ttl == "1h":
-            marker["ttl"] = "1h"
-        msgs = req.messages
-        if msgs:
-            last = dict(msgs[-1])
-            content = list(last["content"])
-            if content:
-                content[-1] = dict(content[-1], cache_control=marker)
-            last["content"] = content
-            msgs[-1] = last
-        doc = {
-            "model": req.model,
-            "max_tokens": 32000,
-            "system": [{"type": "text", "text": "(system prompt: not in the transcript)", "cache_control": marker}],
-            "messages": msgs,
-            "metadata": {"user_id": json.dumps({"session_id": self.seq.session_id})},
-            "stream": True,
-        }
-        return dumps(doc)
-
-    def cuts_for(self, k: int, req: Request) -> dict[str, Stub]:
-        from scalpel_desktop.exchange import ApiRequest, Exchange
-
-        api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers,
-                         self.body(k, req), req.ts)
-        ex = Exchange(api, model=req.model)
-        hint = self.rewrite_at(k, req)
-        if hint is not None:
-            ex.client_rewrite_at = hint
-        self.stage.on_request(ex)
-        self._ex = ex
-        sent = ex.surgery
-        cuts: dict[str, Stub] = {}
-        if sent is not None:
-            for tid, _pos, _saved, _kind in sent.stubs:
-                cuts[tid] = self.cuts.setdefault(tid, Stub("stage:" + tid, self.stub))
-        return cuts
-
-    def rewrite_at(self, k: int, req: Request) -> int | None:
-        """The message index at which the real usage shows request ``k``'s cache read stopping."""
-        b = self.breaks[k] if k < len(self.breaks) else None
-        if b is None or self.sim is None:
-            return None
-        keys, _roles, _tokens = self.sim.units(k, None)
-        line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
-        if line is None:
-            return None
-        msg, prev = -1, None
-        for ln in req.history:  # bench.reader.to_messages merges consecutive same-role lines
-            if ln.role != prev:
-                msg, prev = msg + 1, ln.role
-            if ln.index == line:
-                return max(0, msg)
-        return None
-
-    def after(self, k: int, req: Request, usage: Usage) -> None:
-        from scalpel_desktop.exchange import ResponseResult
-
-        ex = self._ex
-        if ex is None:
-            return
-        ex.response = ResponseResult(200, usage, None, None, req.ts_done)
-        self.stage.on_response(ex)
-        self._ex = None
-
-
 def check_policies(policies: Iterable[str]) -> list[str]:
     """The policy names, or ValueError naming the unknown one: checked once, before any
     replay, so an error inside one policy's run is that policy's (and not the session's)."""
@@ -210,63 +108,71 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 
 
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
-                    config: Mapping[str, Any] | None = None, ceiling: bool = True) -> SessionResult:
+                    config: Mapping[str, Any] | None = None, ceiling: bool = True, proven: bool = True,
+                    counter: ByteCounter | None = None, pooled: Ratio | None = None) -> SessionResult:
     from scalpel_desktop.config import KEYS
+    from scalpel_desktop.wire.jsoncodec import dumps
 
     policies = check_policies(policies)
     cfg = {k: v.default for k, v in KEYS.items()}
     cfg.update(config or {})
     cfg["tier"] = tier
-    check = SequenceSimulator(seq, prices, mode="check").run()
-    sim = SequenceSimulator(seq, prices, mode="replay")
-    base = sim.run(detect_breaks=True)
-    breaks = base.breaks
-    costs: dict[str, float] = {"off": base.sim_cost}
-    spans: dict[int, list] = {}  # doom spans per request, shared by naive and the ceiling
-    cuts: dict[str, int] = {}
-    errors: dict[str, str] = {}
-    for name in policies:
-        if name == "off":
-            continue
-        bill: SequenceBill | None = None
-        try:
+    sim = SequenceSimulator(seq, prices, counter=counter, pooled=pooled)
+    bodies = SequenceBodies(seq, cfg, tier)
+    stub = stub_tokens(sim)
+    arms: dict[str, Any] = {"off": sim.arm()}
+    drivers: dict[str, StageDriver] = {}
+    cutters: dict[str, Any] = {}
+    try:
+        for name in policies:
             if name in STAGE_POLICIES:
-                driver = StageDriver(seq, name, tier, prices, cfg, sim, breaks)
-                try:
-                    bill = sim.run(driver.cuts_for, breaks=breaks, after=driver.after)
-                finally:
-                    driver.close()
-                cuts[name] = len(driver.cuts)
+                for arm_name, hints in ((name, True), (name + PROVEN, False)):
+                    if arm_name.endswith(PROVEN) and not proven:
+                        continue
+                    d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints)
+                    arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
             elif name == "naive":
-                dc = DoomCuts(seq, cfg, tier, "naive", spans)
-                bill = sim.run(dc, breaks=breaks)
-                cuts[name] = len(dc.cuts)
+                c = cutters[name] = DoomCuts(bodies.spans, stub, "naive")
+                arms[name] = sim.arm(c)
             elif name == "first-party":
-                totals = [r.tokens for r in base.requests]
-                fp = FirstPartyCuts(seq, lambda k: totals[k])
-                bill = sim.run(fp, breaks=breaks)
-                cuts[name] = _count_cleared(seq, fp)
-        except Exception as e:  # noqa: BLE001 - one policy's failure is reported, the bench goes on
-            errors[name] = f"{type(e).__name__}: {e}"[:200]
-            bill = None
-        costs[name] = bill.sim_cost if bill is not None else base.sim_cost
-    if ceiling:
-        dc = DoomCuts(seq, cfg, tier, "ceiling", spans)
-        costs["ceiling"] = sim.run(dc, breaks=breaks, free=True).sim_cost
+                cleared = sim.stub_tokens(len(dumps({"tool_use_id": "toolu_01" + "x" * 22, "type": "tool_result",
+                                                     "content": CLEARED_TEXT})))
+                c = cutters[name] = FirstPartyCuts(seq, lambda k: seq.requests[k].usage.prompt_tokens, cleared)
+                arms[name] = sim.arm(c)
+        if ceiling:
+            arms["ceiling"] = sim.arm(DoomCuts(bodies.spans, stub, "ceiling"), free=True)
+        errors: dict[str, str] = {}
+        for k in range(len(seq.requests)):
+            for name, arm in arms.items():
+                if name in errors:
+                    continue
+                try:
+                    arm.step(k)
+                except Exception as e:  # noqa: BLE001 - one arm's failure is reported, the bench goes on
+                    if name == "off":
+                        raise
+                    errors[name] = f"{type(e).__name__}: {e}"[:200]
+    finally:
+        for d in drivers.values():
+            d.close()
+    base = arms["off"].bill
+    costs = {name: (base.sim_cost if name in errors else arm.bill.sim_cost) for name, arm in arms.items()}
+    cuts = {name: len(d.cuts) for name, d in drivers.items()}
+    cuts.update({name: len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c) for name, c in cutters.items()})
+    first = seq.requests[0].usage
     return SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
-                         base.real_cost, check.sim_cost, costs, base.breaks_used, sim.prefix_tokens, cuts, errors,
-                         seq.requests[-1].usage.prompt_tokens, check.requests[-1].tokens, check.ttl)
+                         base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
 
 
 def _count_cleared(seq: Sequence, fp: FirstPartyCuts) -> int:
-    last = seq.requests[-1]
-    return len(fp(len(seq.requests) - 1, last))
+    return len(fp(len(seq.requests) - 1, seq.requests[-1]))
 
 
 def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
-                  max_requests: int = 5000, files: list[FileResult] | None = None) -> ReplayResult:
+                  max_requests: int = 5000, files: list[FileResult] | None = None,
+                  proven: bool = True) -> ReplayResult:
     """Replay every sequence under ``root`` (default: the user's own transcripts)."""
     if prices is None:
         from scalpel_desktop.accounting.prices import PriceTable
@@ -289,10 +195,14 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                 skipped["oversized"] += 1
             else:
                 seqs.append(seq)
+    counter = ByteCounter()
+    # the user's own data, for a sequence that measured nothing itself
+    pooled = pool(measure(s, counter) for s in seqs)
     out: list[SessionResult] = []
     for i, seq in enumerate(seqs):
         try:
-            out.append(replay_sequence(seq, prices, policies, tier, config))
+            out.append(replay_sequence(seq, prices, policies, tier, config, proven=proven, counter=counter,
+                                       pooled=pooled))
         except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
             skipped["errors"] += 1
         if progress:
@@ -302,21 +212,26 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
 
 
 def totals_for(sessions: list[SessionResult], name: str) -> PolicyTotal:
-    base = sum(s.costs["off"] for s in sessions)
-    cost = sum(s.costs.get(name, s.costs["off"]) for s in sessions)
-    pcts = sorted(_pct(s.costs["off"], s.costs.get(name, s.costs["off"])) for s in sessions)
+    """A policy's totals on the real bill (``ceiling`` too)."""
+    real = sum(s.real_cost for s in sessions)
+    cost = sum(s.cost(name) for s in sessions)
+    pcts = sorted(_pct(s.real_cost, s.cost(name)) for s in sessions)
     worse = sum(1 for s in sessions if s.costs.get(name, s.costs["off"]) > s.costs["off"] * (1 + 1e-9) + 1e-9)
     median = pcts[len(pcts) // 2] if pcts else 0.0
+    pname = name + PROVEN if any(name + PROVEN in s.costs for s in sessions) else name
+    proven_cost = sum(s.cost(pname) for s in sessions)
     return PolicyTotal(
         name=name,
         cost=cost,
-        saving_usd=base - cost,
-        saving_pct=_pct(base, cost),
+        saving_usd=real - cost,
+        saving_pct=_pct(real, cost),
         sessions_worse=worse,
         worst_session_pct=min(pcts) if pcts else 0.0,
         best_session_pct=max(pcts) if pcts else 0.0,
         median_session_pct=median,
         cuts=sum(s.cuts.get(name, 0) for s in sessions),
+        proven_saving_usd=real - proven_cost,
+        proven_saving_pct=_pct(real, proven_cost),
     )
 
 

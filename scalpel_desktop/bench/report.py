@@ -11,10 +11,12 @@ import html
 from typing import Any
 
 from scalpel_desktop.bench.check import check_report
-from scalpel_desktop.bench.replay import ReplayResult, totals_for
+from scalpel_desktop.bench.replay import PROVEN, ReplayResult, totals_for
 
-PREFIX_NOTE = ("transcripts hold no system prompt and no tool declarations: their size is inferred per "
-               "sequence from the first request's usage (prompt total minus the estimated history)")
+BASELINE_NOTE = ("the real bill: each request's usage counts at the price table's rates; a policy costs "
+                 "real + (simulated with it - simulated without), one anchored simulator for both")
+PREFIX_NOTE = ("what transcripts do not show (system prompt, tools, reminders, attachments) is sized per request "
+               "from its real prompt total; content tokens = its bytes x the sequence's own tokens per byte")
 
 
 def _r(x: float, n: int = 6) -> float:
@@ -24,22 +26,29 @@ def _r(x: float, n: int = 6) -> float:
 def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool = False) -> dict[str, Any]:
     s = res.sessions
     check = check_report(s)
+    real = sum(x.real_cost for x in s)
+    ceil = totals_for(s, "ceiling")
     pols = []
     for name in res.policies:
         t = totals_for(s, name)
         pols.append({
-            "name": name, "cost": _r(t.cost), "saving_usd": _r(t.saving_usd), "saving_pct": _r(t.saving_pct, 3),
+            "name": name, "cost_usd": _r(t.cost), "saving_usd": _r(t.saving_usd), "saving_pct": _r(t.saving_pct, 3),
             "sessions_worse": t.sessions_worse, "worst_session_pct": _r(t.worst_session_pct, 3),
             "best_session_pct": _r(t.best_session_pct, 3), "median_session_pct": _r(t.median_session_pct, 3),
-            "cuts": t.cuts,
+            "proven_saving_usd": _r(t.proven_saving_usd), "proven_saving_pct": _r(t.proven_saving_pct, 3),
+            "ceiling_share_pct": _r(100.0 * t.saving_usd / ceil.saving_usd, 2) if ceil.saving_usd > 0 else 0.0,
+            "cuts": t.cuts, "proven_cuts": sum(x.cuts.get(name + PROVEN, x.cuts.get(name, 0)) for x in s),
         })
-    ceil = totals_for(s, "ceiling")
-    share = {p["name"]: _r(100.0 * p["saving_usd"] / ceil.saving_usd, 2) if ceil.saving_usd > 0 else 0.0
-             for p in pols if p["name"] != "off"}
+    methods: dict[str, int] = {}
+    for x in s:
+        methods[x.ratio.method] = methods.get(x.ratio.method, 0) + 1
+    weight = sum(x.real_cost for x in s) or 1.0
     doc: dict[str, Any] = {
         "corpus": corpus,
         "tier": res.tier,
         "prices_as_of": prices_as_of,
+        "baseline": "real",
+        "baseline_note": BASELINE_NOTE,
         "files": res.files,
         "lines": res.lines,
         "sessions_replayed": len(s),
@@ -53,22 +62,23 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
             "errors": res.skipped.get("errors", 0),
         },
         "prefix": PREFIX_NOTE,
-        "real_cost": _r(sum(x.real_cost for x in s)),
+        "real_cost_usd": _r(real),
         "check": check.as_dict(),
-        "breaks_used": sum(x.breaks for x in s),
-        "baseline": "policy off: the unmodified sessions through the cache model, with the client's breaks",
+        "tokens_per_byte": {
+            "sequences_by_method": dict(sorted(methods.items())),
+            "fit_error_pct_weighted": _r(sum(x.ratio.error_pct * x.real_cost for x in s) / weight, 2),
+        },
         "policies": pols,
-        "ceiling": {"cost": _r(ceil.cost), "saving_usd": _r(ceil.saving_usd), "saving_pct": _r(ceil.saving_pct, 3),
-                    "share_reached_pct": share},
+        "ceiling": {"cost_usd": _r(ceil.cost), "saving_usd": _r(ceil.saving_usd), "saving_pct": _r(ceil.saving_pct, 3)},
         "policy_errors": sorted({f"{x.name}: {k}: {v}" for x in s for k, v in x.errors.items()}),
     }
     if sessions:
         doc["sessions"] = [
             {"session": x.name, "path": x.path, "kind": x.kind, "model": x.model, "requests": x.requests,
-             "real_cost": _r(x.real_cost), "check_cost": _r(x.check_cost), "breaks": x.breaks,
-             "prefix_tokens": x.prefix_tokens,
-             "costs": {k: _r(v) for k, v in sorted(x.costs.items())}}
-            for x in s
+             "real_cost_usd": _r(x.real_cost), "check_error_pct": _r(check.rows[i].error_pct, 3),
+             "tokens_per_byte": _r(x.ratio.tokens_per_byte), "ratio_method": x.ratio.method,
+             "costs_usd": {k: _r(x.cost(k)) for k in sorted(x.costs)}}
+            for i, x in enumerate(s)
         ]
     return doc
 
@@ -79,65 +89,69 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
     ch = doc["check"]
     console.print(f"[bold]scalpel bench[/] {doc['corpus']}  tier {doc['tier']}  prices as of {doc['prices_as_of']}")
     console.print(f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests replayed; "
-                  f"real bill ${doc['real_cost']:.2f}")
-    t = Table(title="Policies (savings against the simulated unmodified sessions)")
-    for col in ("policy", "cost $", "saving $", "saving %", "worse", "worst %", "median %", "best %", "cuts"):
+                  f"real bill ${doc['real_cost_usd']:.2f} (the baseline)")
+    t = Table(title="Policies (cost = real bill + simulated change; % of the real bill)")
+    for col in ("policy", "cost $", "saving $", "saving %", "proven %", "worse", "worst %", "best %", "cuts"):
         t.add_column(col, justify="right" if col != "policy" else "left", no_wrap=col == "policy")
     for p in doc["policies"]:
-        t.add_row(p["name"], f"{p['cost']:.3f}", f"{p['saving_usd']:.3f}", f"{p['saving_pct']:.2f}",
-                  str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}", f"{p['median_session_pct']:.1f}",
+        t.add_row(p["name"], f"{p['cost_usd']:.3f}", f"{p['saving_usd']:.3f}", f"{p['saving_pct']:.2f}",
+                  f"{p['proven_saving_pct']:.2f}", str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}",
                   f"{p['best_session_pct']:.1f}", str(p["cuts"]))
     c = doc["ceiling"]
-    t.add_row("[italic]ceiling[/]", f"{c['cost']:.3f}", f"{c['saving_usd']:.3f}", f"{c['saving_pct']:.2f}",
+    t.add_row("[italic]ceiling[/]", f"{c['cost_usd']:.3f}", f"{c['saving_usd']:.3f}", f"{c['saving_pct']:.2f}",
               "-", "-", "-", "-", "-")
     console.print(t)
     mark = "within" if ch["within_target"] else "OUTSIDE"
-    console.print(f"Check the judge: simulated ${ch['simulated_cost']:.2f} vs real ${ch['real_cost']:.2f} "
-                  f"({ch['error_pct']:+.2f}%, {mark} the {ch['target_pct']:.0f}% target); "
-                  f"{ch['client_breaks_in_real_usage']} client cache breaks in the real usage, "
-                  f"{doc['breaks_used']} used by the replay.")
+    console.print(f"Check: the simulator's unmodified arm ${ch['simulated_cost_usd']:.2f} vs the real bill "
+                  f"${ch['real_cost_usd']:.2f} ({ch['error_pct']:+.2f}%, {mark} the {ch['target_pct']:.0f}% target; "
+                  f"median session {ch['abs_error_pct_by_session_median']:.2f}%).")
     for row in ch["off_target_sessions"]:
-        console.print(f"  {row['session']}: {row['error_pct']:+.1f}%  ({row['why']})")
+        console.print(f"  {row['session']}: {row['error_pct']:+.1f}%")
+    console.print("proven: the saving without the client breaks inferred from the usage "
+                  "(breaks visible from content and time alone).")
     sk = doc["skipped"]
     console.print("Skipped: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sk.items()))
     console.print(f"[dim]{doc['prefix']}[/]")
     if sessions:
-        st = Table(title="Sessions")
-        names = [p["name"] for p in doc["policies"]] + ["ceiling"]
-        for col in ["session", "kind", "reqs", "real $", "check $"] + [f"{n} $" for n in names]:
+        st = Table(title="Sessions (cost $ on the real bill)")
+        names = [p["name"] for p in doc["policies"] if p["name"] != "off"] + ["ceiling"]
+        for col in ["session", "kind", "reqs", "real $", "check %"] + [f"{n} $" for n in names]:
             st.add_column(col, justify="left" if col in ("session", "kind") else "right")
         for x in sessions:
-            st.add_row(x["session"], x["kind"], str(x["requests"]), f"{x['real_cost']:.3f}", f"{x['check_cost']:.3f}",
-                       *[f"{x['costs'].get(n, 0.0):.3f}" for n in names])
+            st.add_row(x["session"], x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
+                       f"{x['check_error_pct']:+.2f}",
+                       *[f"{x['costs_usd'].get(n, x['real_cost_usd']):.3f}" for n in names])
         console.print(st)
 
 
 def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str = "cold") -> str:
-    """A self-contained page: the tables and an inline SVG of cost per session before/after."""
-    rows = sorted(sessions, key=lambda x: -x["costs"]["off"])
+    """A self-contained page: the tables and an inline SVG of cost per session, real and after."""
+    rows = sorted(sessions, key=lambda x: -x["real_cost_usd"])
     width, bar_h, gap, left = 900, 9, 6, 230
     top = 30
     height = top + len(rows) * (2 * bar_h + gap) + 20
-    peak = max([x["costs"]["off"] for x in rows] + [x["costs"].get(after, 0.0) for x in rows] + [1e-9])
+    peak = max([x["real_cost_usd"] for x in rows] + [x["costs_usd"].get(after, 0.0) for x in rows] + [1e-9])
     scale = (width - left - 80) / peak
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="cost per session before and after">',
-             f'<text x="{left}" y="16" font-size="12">grey: off (unmodified) &#160; blue: {html.escape(after)}</text>']
+             f'aria-label="cost per session, real and after">',
+             f'<text x="{left}" y="16" font-size="12">grey: the real bill &#160; blue: {html.escape(after)}</text>']
     y = top
     for x in rows:
-        before = x["costs"]["off"]
-        aft = x["costs"].get(after, before)
+        before = x["real_cost_usd"]
+        aft = x["costs_usd"].get(after, before)
         parts.append(f'<text x="{left - 6}" y="{y + bar_h + 3}" font-size="10" text-anchor="end">'
                      f'{html.escape(x["session"])}</text>')
         parts.append(f'<rect x="{left}" y="{y}" width="{before * scale:.1f}" height="{bar_h}" fill="#999"/>')
-        parts.append(f'<rect x="{left}" y="{y + bar_h}" width="{aft * scale:.1f}" height="{bar_h}" fill="#2a6fdb"/>')
+        parts.append(f'<rect x="{left}" y="{y + bar_h}" width="{max(0.0, aft) * scale:.1f}" height="{bar_h}" '
+                     f'fill="#2a6fdb"/>')
         parts.append(f'<text x="{left + before * scale + 4:.1f}" y="{y + bar_h + 3}" font-size="9">'
                      f'${before:.3f} &#8594; ${aft:.3f}</text>')
         y += 2 * bar_h + gap
     parts.append("</svg>")
     pol_rows = "".join(
-        f"<tr><td>{html.escape(p['name'])}</td><td>{p['cost']:.3f}</td><td>{p['saving_usd']:.3f}</td>"
-        f"<td>{p['saving_pct']:.2f}</td><td>{p['sessions_worse']}</td><td>{p['worst_session_pct']:.1f}</td></tr>"
+        f"<tr><td>{html.escape(p['name'])}</td><td>{p['cost_usd']:.3f}</td><td>{p['saving_usd']:.3f}</td>"
+        f"<td>{p['saving_pct']:.2f}</td><td>{p['proven_saving_pct']:.2f}</td><td>{p['sessions_worse']}</td>"
+        f"<td>{p['worst_session_pct']:.1f}</td></tr>"
         for p in doc["policies"])
     ch = doc["check"]
     return (
@@ -146,10 +160,11 @@ def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str 
         "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}</style></head><body>"
         f"<h1>scalpel bench</h1><p>{html.escape(doc['corpus'])}, tier {doc['tier']}, "
         f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests, prices as of "
-        f"{html.escape(doc['prices_as_of'])}.</p>"
-        "<table><tr><th>policy</th><th>cost $</th><th>saving $</th><th>saving %</th><th>sessions worse</th>"
-        f"<th>worst %</th></tr>{pol_rows}</table>"
+        f"{html.escape(doc['prices_as_of'])}; real bill ${doc['real_cost_usd']:.2f} (the baseline).</p>"
+        "<table><tr><th>policy</th><th>cost $</th><th>saving $</th><th>saving % of the real bill</th>"
+        f"<th>proven %</th><th>sessions worse</th><th>worst %</th></tr>{pol_rows}</table>"
         f"<p>Ceiling: {doc['ceiling']['saving_pct']:.2f}% (${doc['ceiling']['saving_usd']:.3f}). "
-        f"Check: simulated ${ch['simulated_cost']:.2f} vs real ${ch['real_cost']:.2f} ({ch['error_pct']:+.2f}%).</p>"
+        f"Check: the unmodified arm ${ch['simulated_cost_usd']:.2f} vs the real bill ${ch['real_cost_usd']:.2f} "
+        f"({ch['error_pct']:+.2f}%).</p>"
         f"<p>{html.escape(doc['prefix'])}</p><h2>Cost per session</h2>" + "".join(parts) + "</body></html>\n"
     )

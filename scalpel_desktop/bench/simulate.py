@@ -1,57 +1,57 @@
-"""Bill a transcript sequence through the project's one cache model.
+"""Bill a transcript sequence through the project's one cache model, anchored to its usage.
 
-Every request of a :class:`~scalpel_desktop.bench.reader.Sequence` becomes a
-list of :class:`~scalpel_desktop.accounting.cache_model.Block` s billed by
-:class:`~scalpel_desktop.accounting.cache_model.PromptCache` (the same model
-the emulated upstream uses), with
+The bench never prices a policy from this simulator alone: a policy costs the
+real bill plus (simulated with the policy - simulated without), so what the
+simulator gets wrong the same way in both arms cancels. What it must get right
+is what a cut changes, and for that it is anchored to each request's own usage:
 
-* tokens from the calibrated estimator (``accounting/estimator.py``), not the
-  emulator's bytes/4 rule, because the figures are compared with real bills;
-* one block standing for the system prompt and tool declarations, which
-  transcripts do not hold: its size is INFERRED from the first request's
-  usage (its prompt total minus the estimate of its history);
-* one "hidden" block per later request: what Claude Code adds to a turn
-  without writing it to the transcript (system reminders), at the calibrated
-  tokens per turn of the model's tokenizer generation;
-* Claude Code's breakpoints: the end of the system prompt, the last block of
-  the last message, and (before 2.1) of the message before it;
-* the TTL: in ``check`` mode from the first request's usage only (1h writes
-  seen -> 1h), in ``replay`` mode from each request's own usage (a request
-  that wrote nothing keeps the previous one's TTL).
+* **Tokens.** A content block counts its bytes times the sequence's own
+  tokens per byte (``bench/ratio.py``, measured from its usage deltas), so a
+  cut removes the tokens its bytes stand for in that sequence. No estimator
+  table, no corpus median.
+* **What the transcript does not show** (system prompt, tools, reminders,
+  attachments, omitted thinking, expanded tool references) is sized from each
+  request's real prompt total: the first request's total minus its visible
+  content is the prefix; every later request adds one hidden block, after its
+  own history, holding what its total has beyond the prefix, its visible
+  content and the earlier hidden blocks still in its history. So every
+  request's unmodified prompt is its real prompt to the token (a negative
+  hidden block is content the client sent shorter than the transcript holds,
+  such as thinking the API dropped).
+* **Read boundaries from the usage.** Each request's real ``cache_read`` says
+  where the provider's read stopped; it is mapped to the unit boundary it
+  falls on (the boundaries at the ends of earlier requests are exact, by the
+  anchoring). Before billing a request, every arm forgets the entries past
+  that boundary (the client or the provider broke the cache there) and, where
+  the usage shows a read the cache model alone would not have granted (a
+  static system prompt kept warm by other sessions, an entry alive past its
+  nominal TTL), holds an entry at the boundary: in the unmodified arm always,
+  in a policy's arm only where its prefix up to there is the unmodified one or
+  one it wrote itself. Then the cache model bills (read, writes at Claude
+  Code's breakpoints, lookback, minimum cacheable size, TTL per request).
+* **The static system prefix** is split off where real reads stop inside the
+  prefix (Claude Code's first system breakpoint): it stays warm across
+  sessions and idle gaps exactly where the usage shows it did.
 
-Incremental: a block is identified by where its content lives in the
-transcript (file line, block index, and the stub that replaced it, if any),
-which is unique because transcript lines never change, so hashing a block is
-O(1) and a request only hashes the blocks it adds; the chain is rebuilt from
-the first changed block only when a cut or a rewound branch changes an
-earlier one.
-
-Breaks (``replay`` mode): where a request's REAL usage shows the cache read
-stopping well before what the replay read, the client or provider broke the
-cache there (the transcript does not show what the client re-wrote): the
-baseline pass records that point as a unit index and every policy's pass
-drops the cache entries past it before billing that request. ``check`` mode
-never looks at usage after the first request.
+Incremental: a unit is identified by where its content lives in the transcript
+(file line, block index, and the stub that replaced it, if any), so hashing a
+unit is O(1) and a request only hashes the units it adds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
-from scalpel_desktop.accounting.cache_model import PrefixBuilder, PromptCache, min_cacheable_for
-from scalpel_desktop.accounting.estimator import estimate_block, hidden_per_turn, model_family
+from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Entry, PrefixBuilder, PromptCache, min_cacheable_for
 from scalpel_desktop.wire.usage import Usage
+from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure
 from scalpel_desktop.bench.reader import Line, Request, Sequence
-
-# A real read this far (in simulated tokens) short of the replayed read is a break.
-BREAK_TOLERANCE_TOKENS = 256
-BREAK_TOLERANCE_SHARE = 0.03
 
 
 @dataclass(frozen=True)
 class Stub:
-    """What a cut result's content became: its identity and estimated tokens."""
+    """What a cut result's content became: its identity and tokens."""
 
     key: str
     tokens: int
@@ -68,18 +68,14 @@ class RequestBill:
     real_cost: float
     sim_cost: float
     tokens: int  # simulated prompt tokens
-    broke_at: int | None = None  # unit index of a break taken from the real usage
+    read_at: int  # the unit boundary the real read stopped at
 
 
 @dataclass
 class SequenceBill:
     name: str
     model: str
-    prefix_tokens: int  # inferred system + tools size
-    prefix_negative: bool  # the first request's usage was SMALLER than its estimated history
-    ttl: str
     requests: list[RequestBill] = field(default_factory=list)
-    breaks: list[int | None] = field(default_factory=list)
 
     @property
     def real_cost(self) -> float:
@@ -89,17 +85,12 @@ class SequenceBill:
     def sim_cost(self) -> float:
         return sum(r.sim_cost for r in self.requests)
 
-    @property
-    def breaks_used(self) -> int:
-        return sum(1 for b in self.breaks if b is not None)
-
 
 class _Units:
-    """The block list of the current request, kept in step with a PrefixBuilder."""
+    """The unit list of the current request, kept in step with a PrefixBuilder."""
 
     def __init__(self) -> None:
         self.keys: list[tuple] = []
-        self.roles: list[str] = []
         self.tokens: list[int] = []
         self.pb = PrefixBuilder()
 
@@ -108,21 +99,26 @@ class _Units:
         m = len(mine)
         if keys is mine and tokens is self.tokens:
             return
-        if len(keys) >= m and keys[:m] == mine and tokens[:m] == self.tokens:
+        if len(keys) >= m and keys[:m] == mine:
             i = m  # the usual case: the request appends to the previous one
         else:
             n = min(len(keys), m)
             i = 0
-            while i < n and mine[i] == keys[i] and self.tokens[i] == tokens[i]:
+            while i < n and mine[i] == keys[i]:
                 i += 1
-        if i < len(self.keys):  # something earlier changed: rebuild the chain up to i
+        if i < m:  # something earlier changed: rebuild the chain up to i
             pb = PrefixBuilder()
             for j in range(i):
                 self._add(pb, j, keys, roles, tokens)
             self.pb = pb
+        blocks = self.pb.blocks
+        if i and tokens[:i] != self.tokens[:i]:  # same identity, other tokens (a free cut)
+            for j in range(i):
+                if blocks[j].tokens != tokens[j]:
+                    blocks[j] = replace(blocks[j], tokens=tokens[j])
         for j in range(i, len(keys)):
             self._add(self.pb, j, keys, roles, tokens)
-        self.keys, self.roles, self.tokens = keys, roles, tokens
+        self.keys, self.tokens = keys, tokens
 
     @staticmethod
     def _add(pb: PrefixBuilder, j: int, keys, roles, tokens) -> None:
@@ -131,63 +127,115 @@ class _Units:
 
 
 class SequenceSimulator:
-    """Bills one sequence; call :meth:`run` once per policy (fresh cache each time)."""
+    """Bills one sequence; call :meth:`run` once per arm (fresh cache each time)."""
 
-    def __init__(self, seq: Sequence, prices, *, mode: str = "check"):
-        if mode not in ("check", "replay"):
-            raise ValueError("mode is 'check' or 'replay'")
+    def __init__(self, seq: Sequence, prices, *, counter: ByteCounter | None = None, pooled: Ratio | None = None):
         self.seq = seq
         self.prices = prices
-        self.mode = mode
+        self.model = seq.requests[0].model
+        self.counter = counter or ByteCounter()
+        self.ratio = measure(seq, self.counter, pooled)
+        self._tok: dict[int, list[int]] = {}
         first = seq.requests[0]
-        self.model = first.model
-        self.family = model_family(first.model)
-        self.hidden = int(round(hidden_per_turn(self.family)))
-        self._tok_cache: dict[tuple[int, int], int] = {}
-        self._bases: dict[int, tuple] = {}  # uncut unit lists per request, shared by every run
-        hist_tokens = sum(self._line_tokens(ln) for ln in first.history)
-        raw_prefix = first.usage.prompt_tokens - hist_tokens
+        raw_prefix = first.usage.prompt_tokens - sum(self._line_tokens(ln) for ln in first.history)
         self.prefix_tokens = max(0, raw_prefix)
-        self.prefix_negative = raw_prefix < 0
-        self.first_ttl = "1h" if first.usage.cache_write_1h > 0 else "5m"
         self.two_message_marks = _older_than(first.version, (2, 1))
-        # Claude Code marks two points in its system prompt: the end of the static part
-        # (tools + fixed instructions) and the end of the dynamic part (environment, git
-        # status, CLAUDE.md). Replay splits the inferred prefix where real reads show the
-        # static part ended; without such evidence (and always in check mode) it is one block.
-        self.static_tokens = self._static_split() if mode == "replay" else 0
-
-    def _static_split(self) -> int:
-        """The static prefix size: the most frequent real read that stops inside the prefix."""
-        counts: dict[int, int] = {}
-        for req in self.seq.requests[1:]:
-            r = req.usage.cache_read
-            if 0 < r < self.prefix_tokens - BREAK_TOLERANCE_TOKENS:
-                counts[r] = counts.get(r, 0) + 1
-        if not counts:
-            return 0
-        return max(counts, key=lambda r: (counts[r], r))
+        self.splits, self.static_tokens = self._prefix_splits()
+        self._prefix_units = self._prefix()
+        self._bases: list[tuple] = []
+        self.hidden: list[int] = []  # hidden tokens per request (0 for the first: it sized the prefix)
+        self._build()
+        self.read_at = [self._boundary(k) for k in range(len(seq.requests))]
 
     # -- tokens ---------------------------------------------------------
-    def _block_tokens(self, ln: Line, bi: int) -> int:
-        k = (id(ln), bi)
-        t = self._tok_cache.get(k)
-        if t is None:
-            t = self._tok_cache[k] = estimate_block(ln.blocks[bi], self.family)
-        return t
+    def _block_tokens(self, ln: Line) -> list[int]:
+        got = self._tok.get(id(ln))
+        if got is None:
+            got = self._tok[id(ln)] = [self.ratio.tokens(b) for b in self.counter.blocks(ln)]
+        return got
 
     def _line_tokens(self, ln: Line) -> int:
-        return sum(self._block_tokens(ln, i) for i in range(len(ln.blocks)))
+        return sum(self._block_tokens(ln))
+
+    def stub_tokens(self, nbytes: int) -> int:
+        return max(1, self.ratio.tokens(nbytes))
+
+    def _prefix_splits(self) -> tuple[list[int], int]:
+        """Every point inside the prefix where a real read stopped, and the most frequent one
+        (Claude Code's first system breakpoint, the end of its static part)."""
+        counts: dict[int, int] = {}
+        for req in self.seq.requests:
+            r = req.usage.cache_read
+            if 0 < r < self.prefix_tokens:
+                counts[r] = counts.get(r, 0) + 1
+        if not counts:
+            return [], 0
+        return sorted(counts), max(counts, key=lambda r: (counts[r], r))
 
     # -- units ------------------------------------------------------------
+    def _build(self) -> None:
+        """Every request's uncut units, with its hidden block sized from its real total.
+
+        Request k's hidden block sits where its new content starts (right after the
+        previous request's history, which it extends), so every point after it - its
+        breakpoints included - is priced with it; after a compaction or a rewind, at
+        its end."""
+        reqs = self.seq.requests
+        anchored: dict[object, list[int]] = {}  # id(line) or "prefix" -> hidden blocks after it
+        for k, req in enumerate(reqs):
+            keys, roles, tokens = (list(x) for x in self._prefix_units)
+            hist = req.history
+            anchor: object = None
+            if k > 0:
+                ph = reqs[k - 1].history
+                if len(ph) <= len(hist) and all(a is b for a, b in zip(ph, hist)):
+                    anchor = id(ph[-1]) if ph else "prefix"
+                else:
+                    anchor = id(hist[-1]) if hist else "prefix"
+                anchored.setdefault(anchor, []).append(k)
+            own = -1
+            results: dict[str, int] = {}
+            for pos in range(-1, len(hist)):
+                if pos >= 0:
+                    ln = hist[pos]
+                    bt = self._block_tokens(ln)
+                    for bi, b in enumerate(ln.blocks):
+                        if b.get("type") == "tool_result":
+                            tid = b.get("tool_use_id")
+                            if isinstance(tid, str):
+                                results[tid] = len(keys)
+                        keys.append((ln.index, bi))
+                        tokens.append(bt[bi])
+                        roles.append(ln.role)
+                for j in anchored.get(id(hist[pos]) if pos >= 0 else "prefix", ()):
+                    if j > k:
+                        break
+                    if j == k:
+                        own = len(keys)
+                    keys.append(("hidden", j))
+                    roles.append("user")
+                    tokens.append(self.hidden[j] if j < k else 0)
+            if own >= 0:
+                h = req.usage.prompt_tokens - sum(tokens)
+                tokens[own] = h
+                self.hidden.append(h)
+            else:
+                self.hidden.append(0)
+            self._bases.append((keys, roles, tokens, results))
+
+    def _prefix(self) -> tuple[list, list, list]:
+        points = self.splits + [self.prefix_tokens]
+        keys = [("prefix", p) for p in points]
+        tokens = [b - a for a, b in zip([0] + points, points)]
+        return keys, ["system"] * len(points), tokens
+
     def units(self, k: int, cuts: Cuts | None, free: bool = False):
         """Keys, roles and tokens of request ``k``'s prompt (after ``cuts``).
 
         ``free``: the cut changes the tokens but not the identity (the ceiling:
         a dead token removed without touching the cache). The uncut lists are
-        built once per request and shared (never mutated); a cut copies them and
-        patches only the cut positions."""
-        keys, roles, tokens, results = self._base(k)
+        shared (never mutated); a cut copies them and patches the cut positions."""
+        keys, roles, tokens, results = self._bases[k]
         if not cuts:
             return keys, roles, tokens
         hits = [(results[t], stub) for t, stub in cuts.items() if t in results]
@@ -201,59 +249,29 @@ class SequenceSimulator:
             tokens[pos] = stub.tokens
         return keys, roles, tokens
 
-    def _base(self, k: int):
-        got = self._bases.get(k)
-        if got is not None:
-            return got
-        req = self.seq.requests[k]
-        if self.static_tokens:
-            keys: list[tuple] = [("static",), ("prefix",)]
-            roles = ["system", "system"]
-            tokens = [self.static_tokens, self.prefix_tokens - self.static_tokens]
-        else:
-            keys = [("prefix",)]
-            roles = ["system"]
-            tokens = [self.prefix_tokens]
-        results: dict[str, int] = {}
-        hidden_after = self._hidden_positions(k)
-        for pos, ln in enumerate(req.history):
-            for bi, b in enumerate(ln.blocks):
-                if b.get("type") == "tool_result":
-                    tid = b.get("tool_use_id")
-                    if isinstance(tid, str):
-                        results[tid] = len(keys)
-                keys.append((ln.index, bi))
-                tokens.append(self._block_tokens(ln, bi))
-                roles.append(ln.role)
-            h = hidden_after.get(pos)
-            if h is not None:
-                keys.append(("hidden", h))
-                roles.append("user")
-                tokens.append(self.hidden)
-        got = self._bases[k] = (keys, roles, tokens, results)
-        return got
+    def result_units(self, k: int) -> dict[str, int]:
+        return self._bases[k][3]
 
-    def _hidden_positions(self, k: int) -> dict[int, str]:
-        """After which history position each earlier request's hidden block sits."""
-        out: dict[int, str] = {}
-        if not self.hidden:
-            return out
-        reqs = self.seq.requests
-        hist = reqs[k].history
-        where = {id(ln): i for i, ln in enumerate(hist)}
-        for j in range(1, k + 1):
-            h = reqs[j].history
-            if h:
-                i = where.get(id(h[-1]))
-                if i is not None:
-                    out[i] = reqs[j].request_id
-        return out
+    def _boundary(self, k: int) -> int:
+        """The unit boundary (units before it) where request ``k``'s real read stopped."""
+        tokens = self._bases[k][2]
+        read = self.seq.requests[k].usage.cache_read
+        if read <= 0:
+            return 0
+        best, best_d, cum = 0, read, 0
+        for i, t in enumerate(tokens):
+            cum += t
+            d = abs(cum - read)
+            if d < best_d or (d == best_d and cum <= read):
+                best, best_d = i + 1, d
+            if cum > read + best_d:
+                break
+        return best
 
     # -- billing ----------------------------------------------------------
-    def _ttl(self, k: int, prev: str) -> str:
-        if self.mode == "check":
-            return self.first_ttl
-        u = self.seq.requests[k].usage
+    @staticmethod
+    def _ttl(req: Request, prev: str) -> str:
+        u = req.usage
         if u.cache_write_1h > 0:
             return "1h"
         if u.cache_write_5m > 0:
@@ -262,9 +280,10 @@ class SequenceSimulator:
 
     def _marks(self, roles: list[str], ttl: str) -> dict[int, str]:
         last = len(roles) - 1
-        marks = {0: ttl, last: ttl}
+        np = len(self._prefix_units[0])
+        marks = {np - 1: ttl, last: ttl}
         if self.static_tokens:
-            marks[1] = ttl
+            marks[self.splits.index(self.static_tokens)] = ttl
         if self.two_message_marks:
             j = last
             while j > 0 and roles[j] == roles[last] and roles[j] != "system":
@@ -272,7 +291,6 @@ class SequenceSimulator:
             r = roles[j]
             while j > 0 and roles[j - 1] == r:
                 j -= 1
-            # j is the first block of the previous message; its last block is before the last message
             prev_end = j
             while prev_end + 1 < len(roles) and roles[prev_end + 1] == r:
                 prev_end += 1
@@ -280,75 +298,74 @@ class SequenceSimulator:
                 marks[prev_end] = ttl
         return marks
 
-    def run(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *,
-            breaks: list[int | None] | None = None, detect_breaks: bool = False,
-            free: bool = False, after: Callable[[int, Request, Usage], None] | None = None) -> SequenceBill:
+    def run(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *, free: bool = False,
+            after: Callable[[int, Request, Usage], None] | None = None) -> SequenceBill:
         """Bill every request. ``cuts_for(k, request)`` gives the cumulative cut map of
         request k; ``after(k, request, usage)`` hears the simulated bill (a policy's
-        economist learns from it); ``breaks`` (from a baseline run with
-        ``detect_breaks``) replays the client's own cache breaks."""
-        seq = self.seq
-        cache = PromptCache()
-        units = _Units()
-        bill = SequenceBill(seq.name, self.model, self.prefix_tokens, self.prefix_negative, self.first_ttl)
-        ttl = self.first_ttl
-        prev_sim_total = prev_real_total = 0
-        for k, req in enumerate(seq.requests):
-            cuts = cuts_for(k, req) if cuts_for else None
-            keys, roles, tokens = self.units(k, cuts, free)
-            units.sync(keys, roles, tokens)
-            ttl = self._ttl(k, ttl)
-            marks = self._marks(roles, ttl)
-            floor = min_cacheable_for(req.model)
-            ck = req.model
-            broke = breaks[k] if breaks is not None and k < len(breaks) else None
-            if broke is not None:
-                _drop_after(cache, ck, sum(tokens[:broke]))
-            detail = cache.bill_detail(ck, units.pb.blocks, req.ts, breakpoints=marks, min_cacheable=floor)
-            sim = detail.usage
-            if detect_breaks and k > 0 and broke is None:
-                broke = self._find_break(req, sim, tokens, prev_sim_total, prev_real_total)
-                if broke is not None:
-                    # undo this bill's effect is not needed: drop what lies past the break and bill again
-                    _drop_after(cache, ck, sum(tokens[:broke]))
-                    sim = cache.bill_detail(ck, units.pb.blocks, req.ts, breakpoints=marks, min_cacheable=floor).usage
-            sim.output_tokens = req.usage.output_tokens
-            rates = self.prices.rates(req.model)
-            real_cost = rates.cost(req.usage)
-            if k == 0 and not cuts:
-                # The first request IS the calibration point (its usage sized the prefix);
-                # what it read came from outside this sequence (an earlier session, a sibling).
-                sim_cost = real_cost
-                sim = Usage(**req.usage.as_dict())
-            else:
-                sim_cost = rates.cost(sim)
-            prev_sim_total, prev_real_total = sum(tokens), req.usage.prompt_tokens
-            bill.requests.append(RequestBill(req.usage, sim, real_cost, sim_cost, prev_sim_total, broke))
-            bill.breaks.append(broke)
-            if after is not None:
-                after(k, req, sim)
-        return bill
+        economist learns from it)."""
+        arm = self.arm(cuts_for, free=free, after=after)
+        for k in range(len(self.seq.requests)):
+            arm.step(k)
+        return arm.bill
 
-    def _find_break(self, req: Request, sim: Usage, tokens: list[int], prev_sim: int, prev_real: int) -> int | None:
-        """The unit where the real cache read stopped, when it stopped short of the replay's.
+    def arm(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *, free: bool = False,
+            after: Callable[[int, Request, Usage], None] | None = None) -> "Arm":
+        """One arm to step request by request (several arms of a sequence go in lockstep)."""
+        return Arm(self, cuts_for, free, after)
 
-        The real read lies within what the previous request sent, so it is mapped
-        to simulated tokens by the previous request's real/simulated ratio."""
-        real_read = req.usage.cache_read
-        if prev_real <= 0 or prev_sim <= 0:
-            return None
-        pos = real_read * prev_sim / prev_real
-        if real_read >= prev_real - BREAK_TOLERANCE_TOKENS:
-            pos = max(pos, float(prev_sim))
-        tol = max(BREAK_TOLERANCE_TOKENS, BREAK_TOLERANCE_SHARE * prev_sim)
-        if pos >= sim.cache_read - tol:
-            return None
-        cum = 0
-        for i, t in enumerate(tokens):
-            if cum + t > pos + tol:
-                return i
-            cum += t
-        return len(tokens)
+
+class Arm:
+    """One policy's pass over a sequence: its own cache, billed request by request."""
+
+    def __init__(self, sim: SequenceSimulator, cuts_for, free: bool, after):
+        self.sim, self.cuts_for, self.free, self.after = sim, cuts_for, free, after
+        self.cache = PromptCache()
+        self.units = _Units()
+        self.bill = SequenceBill(sim.seq.name, sim.model)
+        self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
+        self.own: set = set()  # chains this arm wrote (or was granted) itself
+
+    def step(self, k: int) -> RequestBill:
+        sim, cache = self.sim, self.cache
+        req = sim.seq.requests[k]
+        cuts = self.cuts_for(k, req) if self.cuts_for else None
+        keys, roles, tokens = sim.units(k, cuts, self.free)
+        self.units.sync(keys, roles, tokens)
+        self.ttl = ttl = sim._ttl(req, self.ttl)
+        marks = sim._marks(roles, ttl)
+        ck = req.model
+        b = sim.read_at[k]
+        blocks = self.units.pb.blocks
+        at = sum(tokens[:b])
+        _drop_after(cache, ck, at)
+        if b > 0:
+            chain = blocks[b - 1].chain
+            base = sim._bases[k][0]
+            if self.free or chain in self.own or base is keys or keys[:b] == base[:b]:
+                e = cache.entries.get((ck, chain))
+                if e is None or e.expires <= req.ts:
+                    cache.entries[(ck, chain)] = Entry(ttl, req.ts + TTL_SECONDS[ttl], at)
+                self.own.add(chain)
+        detail = cache.bill_detail(ck, blocks, req.ts, breakpoints=marks, min_cacheable=min_cacheable_for(req.model),
+                                   also_read=b - 1 if b > 0 else None)
+        for i in detail.written:
+            self.own.add(blocks[i].chain)
+        usage = _clamped(detail.usage)
+        usage.output_tokens = req.usage.output_tokens
+        rates = sim.prices.rates(req.model)
+        rb = RequestBill(req.usage, usage, rates.cost(req.usage), rates.cost(usage), sum(tokens), b)
+        self.bill.requests.append(rb)
+        if self.after is not None:
+            self.after(k, req, usage)
+        return rb
+
+
+def _clamped(u: Usage) -> Usage:
+    """A negative hidden block after the last cached point can leave negative input: move it to the read."""
+    if u.input_tokens < 0:
+        u = Usage(input_tokens=0, cache_write_5m=u.cache_write_5m, cache_write_1h=u.cache_write_1h,
+                  cache_read=max(0, u.cache_read + u.input_tokens))
+    return u
 
 
 def _drop_after(cache: PromptCache, key, tokens: int) -> None:
@@ -366,4 +383,4 @@ def _older_than(version: str, ref: tuple[int, int]) -> bool:
     return parts < ref if len(parts) == 2 else False
 
 
-__all__ = ["SequenceSimulator", "SequenceBill", "RequestBill", "Stub", "Cuts"]
+__all__ = ["Arm", "SequenceSimulator", "SequenceBill", "RequestBill", "Stub", "Cuts"]

@@ -91,6 +91,8 @@ class SurgeryStage:
         if self.economist.prices is None:
             self.economist.prices = prices
         self.surgeon = Surgeon(spill, cutlog)
+        # (view, config, tier=) -> doom spans; the bench shares one analysis per body across its arms
+        self.find_spans = find_doom_spans
         self.memo = Memo()
         # The proxy runs the pipeline on a thread pool: one request at a time in here
         # (the economist, the memo and the surgeon's pending cuts are shared state).
@@ -148,7 +150,7 @@ class SurgeryStage:
         brk = self.economist.natural_break(shape)  # once per request: decide and record_sent get it
         spans = []
         if pol.looks_for_dead(_results_from(view, brk.index), int(self._get("keep_recent"))):
-            spans = find_doom_spans(view, self.config, tier=int(self._get("tier")))
+            spans = self.find_spans(view, self.config, tier=int(self._get("tier")))
         candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
         plan = self.economist.decide(shape, candidates, policy=pol.name, brk=brk)
         cuts: list = []

@@ -1,0 +1,152 @@
+"""Each sequence's own tokens per byte, measured from its usage counts.
+
+A request's prompt total (input + cache creation + cache read) is exact. Between
+two consecutive requests of a sequence whose history only grew, the total grew
+by the tokens of the lines added (the previous answer, the new tool results or
+prompt) plus whatever the client added without writing it down (reminders,
+attachments). So for each such step::
+
+    delta_prompt = tokens_per_byte * delta_bytes + per_turn
+
+and the two numbers are fitted per sequence by least absolute deviations (a
+turn with a large hidden attachment does not drag the slope). Bytes are the
+compact JSON of each content block as the client sends it. Image and document
+blocks count 0 bytes: their tokens follow the picture, not its base64 text, and
+go to the request's hidden part (``bench/simulate.py``).
+
+Nothing here is fitted on a corpus: a sequence with fewer than ``MIN_FIT`` steps
+uses the ratio of its sums (hidden content included, so it leans high), and a
+sequence with no step at all the ratio pooled over the other sequences of the
+same replay (the user's own data). The error bound reported is the weighted
+mean absolute error of the fit on the sequence's own steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from scalpel_desktop.bench.reader import Line, Sequence
+from scalpel_desktop.wire.jsoncodec import dumps
+
+MIN_FIT = 4  # two parameters: at least twice as many steps
+_OPAQUE = ("image", "document")
+
+
+@dataclass(frozen=True)
+class Ratio:
+    tokens_per_byte: float
+    per_turn: float  # tokens per step the transcript does not show (the fit's intercept)
+    steps: int  # usage deltas it was measured on
+    method: str  # "fit" | "sum" | "pooled"
+    error_pct: float  # weighted mean absolute error of the prediction on those steps
+    delta_tokens: int = 0  # sums behind it (for pooling)
+    delta_bytes: int = 0
+
+    def tokens(self, nbytes: int) -> int:
+        return int(round(nbytes * self.tokens_per_byte))
+
+
+def block_bytes(block: Any) -> int:
+    """Bytes of one content block as sent (compact JSON); 0 for an image or document."""
+    if isinstance(block, dict):
+        t = block.get("type")
+        if t in _OPAQUE:
+            return 0
+        if t == "tool_result" and isinstance(block.get("content"), list) and any(
+                isinstance(b, dict) and b.get("type") in _OPAQUE for b in block["content"]):
+            kept = [b for b in block["content"] if not (isinstance(b, dict) and b.get("type") in _OPAQUE)]
+            return len(dumps(dict(block, content=kept)))
+    return len(dumps(block))
+
+
+class ByteCounter:
+    """Bytes per transcript line (cached: a line object is shared by every request holding it)."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, list[int]] = {}
+
+    def blocks(self, ln: Line) -> list[int]:
+        got = self._blocks.get(id(ln))
+        if got is None:
+            got = self._blocks[id(ln)] = [block_bytes(b) for b in ln.blocks]
+        return got
+
+    def line(self, ln: Line) -> int:
+        return sum(self.blocks(ln))
+
+
+def steps(seq: Sequence, counter: ByteCounter) -> list[tuple[int, int]]:
+    """(delta bytes, delta prompt tokens) for every request whose history extends the previous one's."""
+    out: list[tuple[int, int]] = []
+    reqs = seq.requests
+    for prev, cur in zip(reqs, reqs[1:]):
+        ph, ch = prev.history, cur.history
+        if len(ch) < len(ph) or any(a is not b for a, b in zip(ph, ch)):
+            continue  # compaction, rewind: not a pure growth step
+        db = sum(counter.line(ln) for ln in ch[len(ph):])
+        dp = cur.usage.prompt_tokens - prev.usage.prompt_tokens
+        if db > 0 and cur.usage.prompt_tokens > 0 and prev.usage.prompt_tokens > 0:
+            out.append((db, dp))
+    return out
+
+
+def measure(seq: Sequence, counter: ByteCounter, pooled: Ratio | None = None) -> Ratio:
+    pts = steps(seq, counter)
+    sb = sum(b for b, _ in pts)
+    sp = sum(p for _, p in pts)
+    if len(pts) >= MIN_FIT:
+        r, c = _lad(pts)
+        if r > 0:
+            return Ratio(r, c, len(pts), "fit", _err(pts, r, c), sp, sb)
+    if pts and sp > 0 and sb > 0:
+        return Ratio(sp / sb, 0.0, len(pts), "sum", _err(pts, sp / sb, 0.0), sp, sb)
+    if pooled is not None:
+        return Ratio(pooled.tokens_per_byte, 0.0, 0, "pooled", pooled.error_pct, 0, 0)
+    return Ratio(0.25, 0.0, 0, "pooled", 100.0, 0, 0)  # nothing measured anywhere: 4 bytes a token, unbounded
+
+
+def pool(ratios: Iterable[Ratio]) -> Ratio | None:
+    """The ratio of sums over measured sequences (for the ones that measured nothing)."""
+    rs = [r for r in ratios if r.delta_bytes > 0 and r.delta_tokens > 0]
+    if not rs:
+        return None
+    b = sum(r.delta_bytes for r in rs)
+    t = sum(r.delta_tokens for r in rs)
+    err = sum(r.error_pct * r.delta_bytes for r in rs) / b
+    return Ratio(t / b, 0.0, sum(r.steps for r in rs), "pooled", err, t, b)
+
+
+def _lad(pts: list[tuple[int, int]], rounds: int = 30) -> tuple[float, float]:
+    """Least absolute deviations for p = r*b + c: alternate the two weighted medians."""
+    c = 0.0
+    r = sum(p for _, p in pts) / max(1, sum(b for b, _ in pts))
+    for _ in range(rounds):
+        r_new = _wmedian([((p - c) / b, b) for b, p in pts])
+        c_new = _wmedian([(p - r_new * b, 1.0) for b, p in pts])
+        if abs(r_new - r) < 1e-9 and abs(c_new - c) < 1e-6:
+            r, c = r_new, c_new
+            break
+        r, c = r_new, c_new
+    return r, c
+
+
+def _wmedian(items: list[tuple[float, float]]) -> float:
+    items = sorted(items)
+    half = sum(w for _, w in items) / 2.0
+    acc = 0.0
+    for v, w in items:
+        acc += w
+        if acc >= half:
+            return v
+    return items[-1][0] if items else 0.0
+
+
+def _err(pts: list[tuple[int, int]], r: float, c: float) -> float:
+    tot = sum(abs(p) for _, p in pts)
+    if tot <= 0:
+        return 100.0
+    return 100.0 * sum(abs(p - (r * b + c)) for b, p in pts) / tot
+
+
+__all__ = ["Ratio", "ByteCounter", "block_bytes", "measure", "pool", "steps", "MIN_FIT"]

@@ -1,0 +1,216 @@
+"""Drive the SHIPPED surgery stage with a transcript's requests, as the proxy would.
+
+Every stage arm of one sequence (``cold``, ``payback``, each with and without
+the client-break hint) sees the same request bodies, so they are built once per
+sequence (:class:`SequenceBodies`): the bytes, the parsed document (handed to
+the stage as the proxy's parse-reuse would: messages shared with the previous
+request are the very same objects, so the stage's view is incremental) and
+the doom analysis of each body (a pure function of its content, the tier and
+the config), memoised for every arm and for the bench's own ``naive`` and
+``ceiling`` arms.
+
+The hint: where a request's real usage shows the cache read stopping short of
+the previous request's whole prompt, the client (or the provider) broke the
+cache there; the live proxy should see such rewrites in the bytes, a
+transcript does not show them, so the stage is told the message index
+(``client_rewrite_at``). The ``proven`` arms run without it: their saving
+needs no break inferred from the usage.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from scalpel_desktop.wire.usage import Usage
+from scalpel_desktop.bench.reader import Request, Sequence
+from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
+
+
+class SequenceBodies:
+    """The request bodies of one sequence as Claude Code would send them, built once."""
+
+    def __init__(self, seq: Sequence, config: Any, tier: int):
+        self.seq = seq
+        self.config = config
+        self.tier = tier
+        self._msgs: dict[tuple, dict] = {}
+        self._docs: dict[int, tuple[bytes, dict]] = {}
+        self._spans: dict[int, list] = {}
+        self._ttl: list[str | None] = []
+        ttl = None
+        for req in seq.requests:
+            u = req.usage
+            if u.cache_write_1h > 0:
+                ttl = "1h"
+            elif u.cache_write_5m > 0:
+                ttl = "5m"
+            self._ttl.append(ttl)
+
+    def doc(self, k: int) -> tuple[bytes, dict]:
+        got = self._docs.get(k)
+        if got is not None:
+            return got
+        from scalpel_desktop.wire.jsoncodec import dumps
+
+        req = self.seq.requests[k]
+        marker: dict[str, Any] = {"type": "ephemeral"}
+        if self._ttl[k] == "1h":
+            marker["ttl"] = "1h"
+        msgs = self._messages(req)
+        if msgs:
+            last = dict(msgs[-1])
+            content = list(last["content"])
+            if content:
+                content[-1] = dict(content[-1], cache_control=marker)
+            last["content"] = content
+            msgs[-1] = last
+        doc = {
+            "model": req.model,
+            "max_tokens": 32000,
+            "system": [{"type": "text", "text": "(system prompt: not in the transcript)", "cache_control": marker}],
+            "messages": msgs,
+            "metadata": {"user_id": json.dumps({"session_id": self.seq.session_id})},
+            "stream": True,
+        }
+        got = self._docs[k] = (dumps(doc), doc)
+        if k >= 2:  # the arms step in lockstep
+            self._docs.pop(k - 2, None)
+            self._spans.pop(k - 2, None)
+        return got
+
+    def _messages(self, req: Request) -> list[dict]:
+        """Consecutive same-role lines merged into one message; a message of the same
+        lines is the same object in every request (never mutated)."""
+        out: list[dict] = []
+        group: list = []
+        for ln in req.history + [None]:
+            if group and (ln is None or ln.role != group[0].role):
+                key = tuple(id(x) for x in group)
+                m = self._msgs.get(key)
+                if m is None:
+                    m = self._msgs[key] = {"role": group[0].role, "content": [b for x in group for b in x.blocks]}
+                out.append(m)
+                group = []
+            if ln is not None:
+                group.append(ln)
+        return out
+
+    def spans(self, k: int, view: Any = None) -> list:
+        """The doom spans of request ``k``'s body (every arm asks for the same ones)."""
+        got = self._spans.get(k)
+        if got is None:
+            from scalpel_desktop.surgery.doom import find_doom_spans
+
+            if view is None:
+                from scalpel_desktop.wire.formats import view_for
+
+                view = view_for("messages", self.doc(k)[1])
+            got = self._spans[k] = find_doom_spans(view, self.config, tier=self.tier) if view is not None else []
+        return got
+
+
+class StageDriver:
+    """Runs one sequence's requests through a private SurgeryStage."""
+
+    def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
+                 sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = True):
+        from scalpel_desktop.surgery.stage import SurgeryStage
+        from scalpel_desktop.store.db import connect
+        from scalpel_desktop.store.spill import SpillStore
+        from scalpel_desktop.store.cutlog import CutLog
+        from scalpel_desktop.surgery.economist import Economist
+
+        self.seq = seq
+        self.tmp = tempfile.mkdtemp(prefix="scalpel-bench-")
+        cfg = dict(config or {})
+        cfg["policy"], cfg["tier"] = policy, tier  # after the defaults, or every arm would run "cold"
+        self.sim, self.bodies, self.hints = sim, bodies, hints
+        self.conn = connect(Path(":memory:"))  # the surgery log of this replay only
+        # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
+        self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
+                                  Economist(cfg, prices), prices)
+        self.stage.find_spans = self._spans
+        self.stub = sim.stub_tokens(_stub_bytes())
+        self.cuts: dict[str, Stub] = {}
+        self._ex = None
+        self._k = 0
+        self.headers = {"x-claude-code-session-id": seq.session_id}
+        if seq.kind != "main" and seq.agent_id:
+            self.headers["x-claude-code-agent-id"] = seq.agent_id
+
+    def _spans(self, view, config=None, tier=None) -> list:
+        return self.bodies.spans(self._k, view)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def cuts_for(self, k: int, req: Request) -> dict[str, Stub]:
+        from scalpel_desktop.exchange import ApiRequest, Exchange
+
+        body, doc = self.bodies.doc(k)
+        api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
+        ex = Exchange(api, model=req.model)
+        ex.set_doc(doc)
+        hint = self.rewrite_at(k, req) if self.hints else None
+        if hint is not None:
+            ex.client_rewrite_at = hint
+        self._k = k
+        self.stage.on_request(ex)
+        self._ex = ex
+        sent = ex.surgery
+        cuts: dict[str, Stub] = {}
+        if sent is not None:
+            for tid, _pos, _saved, _kind in sent.stubs:
+                cuts[tid] = self.cuts.setdefault(tid, Stub("stage:" + tid, self.stub))
+        return cuts
+
+    def rewrite_at(self, k: int, req: Request) -> int | None:
+        """The message index at which the real usage shows request ``k``'s cache read stopping
+        short of the previous request's whole prompt (None: it did not)."""
+        if k == 0:
+            return None
+        b = self.sim.read_at[k]
+        prev_units = len(self.sim.units(k - 1, None)[0])
+        keys = self.sim.units(k, None)[0]
+        if b >= prev_units or keys[:prev_units] != self.sim.units(k - 1, None)[0]:
+            return None  # read all of it, or the history changed (compaction, rewind): the bytes show that
+        line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
+        if line is None:
+            return None
+        msg, prev = -1, None
+        for ln in req.history:  # SequenceBodies merges consecutive same-role lines
+            if ln.role != prev:
+                msg, prev = msg + 1, ln.role
+            if ln.index == line:
+                return max(0, msg)
+        return None
+
+    def after(self, k: int, req: Request, usage: Usage) -> None:
+        from scalpel_desktop.exchange import ResponseResult
+
+        ex = self._ex
+        if ex is None:
+            return
+        ex.response = ResponseResult(200, usage, None, None, req.ts_done)
+        self.stage.on_response(ex)
+        self._ex = None
+
+
+def _stub_bytes() -> int:
+    """Bytes of a typical stubbed tool_result block (its text is fixed but for the size and hash)."""
+    from scalpel_desktop.surgery.stub import stub_text
+    from scalpel_desktop.wire.jsoncodec import dumps
+
+    return len(dumps({"tool_use_id": "toolu_01" + "x" * 22, "type": "tool_result",
+                      "content": stub_text("superseded_read", 12345, "0" * 64)}))
+
+
+def stub_tokens(sim: SequenceSimulator) -> int:
+    return sim.stub_tokens(_stub_bytes())
