@@ -50,6 +50,7 @@ or by building ``Block`` s itself.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Hashable, Mapping, Sequence
 
@@ -225,9 +226,4 @@ class PromptCache:
 
 
 def _prefix_sums(blocks: Sequence[Block]) -> list[int]:
-    cum = [0]
-    total = 0
-    for b in blocks:
-        total += b.tokens
-        cum.append(total)
-    return cum
+    return list(accumulate((b.tokens for b in blocks), initial=0))

@@ -17,12 +17,23 @@ Each is a ``cuts_for(k, request) -> {tool_use_id: Stub}`` for an arm of
 
 from __future__ import annotations
 
+from typing import Any
+
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import Stub
 
 FIRST_PARTY_TRIGGER = 100_000
 FIRST_PARTY_KEEP = 3
 CLEARED_TEXT = "[cleared to save context]"
+
+
+def doom_spans(seq: Sequence, req: Request, config: Any, tier: int) -> list:
+    """The doom spans of one request's history (``scalpel profile``; the replay shares its own)."""
+    from scalpel_desktop.surgery.doom import find_doom_spans
+    from scalpel_desktop.wire.view import view_for
+
+    view = view_for("messages", {"model": req.model, "messages": req.messages})
+    return find_doom_spans(view, config, tier=tier) if view is not None else []
 
 
 class DoomCuts:

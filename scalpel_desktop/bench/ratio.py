@@ -23,8 +23,9 @@ mean absolute error of the fit on the sequence's own steps.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from scalpel_desktop.bench.reader import Line, Sequence
 from scalpel_desktop.wire.jsoncodec import dumps
@@ -149,4 +150,4 @@ def _err(pts: list[tuple[int, int]], r: float, c: float) -> float:
     return 100.0 * sum(abs(p - (r * b + c)) for b, p in pts) / tot
 
 
-__all__ = ["Ratio", "ByteCounter", "block_bytes", "measure", "pool", "steps", "MIN_FIT"]
+__all__ = ["MIN_FIT", "ByteCounter", "Ratio", "block_bytes", "measure", "pool", "steps"]

@@ -33,15 +33,22 @@ From Python::
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
 from scalpel_desktop.bench.simulate import SequenceSimulator
-from scalpel_desktop.bench.stage_driver import SequenceBodies, StageDriver, stub_tokens
+from scalpel_desktop.bench.stage_driver import (
+    SequenceBodies,
+    StageDriver,
+    scratch_dir,
+    stub_tokens,
+)
 
 ALL_POLICIES = ("off", "cold", "payback", "naive", "first-party")
 STAGE_POLICIES = ("cold", "payback")
@@ -109,7 +116,8 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, proven: bool = True,
-                    counter: ByteCounter | None = None, pooled: Ratio | None = None) -> SessionResult:
+                    counter: ByteCounter | None = None, pooled: Ratio | None = None,
+                    scratch: str | None = None) -> SessionResult:
     from scalpel_desktop.config import KEYS
     from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -129,7 +137,8 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                 for arm_name, hints in ((name, True), (name + PROVEN, False)):
                     if arm_name.endswith(PROVEN) and not proven:
                         continue
-                    d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints)
+                    d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints,
+                                                               scratch=scratch)
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
             elif name == "naive":
                 c = cutters[name] = DoomCuts(bodies.spans, stub, "naive")
@@ -148,7 +157,7 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                     continue
                 try:
                     arm.step(k)
-                except Exception as e:  # noqa: BLE001 - one arm's failure is reported, the bench goes on
+                except Exception as e:
                     if name == "off":
                         raise
                     errors[name] = f"{type(e).__name__}: {e}"[:200]
@@ -158,7 +167,9 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     base = arms["off"].bill
     costs = {name: (base.sim_cost if name in errors else arm.bill.sim_cost) for name, arm in arms.items()}
     cuts = {name: len(d.cuts) for name, d in drivers.items()}
-    cuts.update({name: len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c) for name, c in cutters.items()})
+    for name, c in cutters.items():
+        if name not in errors:
+            cuts[name] = len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c)
     first = seq.requests[0].usage
     return SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
                          base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
@@ -199,14 +210,18 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     # the user's own data, for a sequence that measured nothing itself
     pooled = pool(measure(s, counter) for s in seqs)
     out: list[SessionResult] = []
-    for i, seq in enumerate(seqs):
-        try:
-            out.append(replay_sequence(seq, prices, policies, tier, config, proven=proven, counter=counter,
-                                       pooled=pooled))
-        except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
-            skipped["errors"] += 1
-        if progress:
-            progress(i + 1, len(seqs))
+    scratch = scratch_dir()
+    try:
+        for i, seq in enumerate(seqs):
+            try:
+                out.append(replay_sequence(seq, prices, policies, tier, config, proven=proven, counter=counter,
+                                           pooled=pooled, scratch=scratch))
+            except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
+                skipped["errors"] += 1
+            if progress:
+                progress(i + 1, len(seqs))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return ReplayResult(out, skipped, len(results), sum(f.lines for f in results),
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 

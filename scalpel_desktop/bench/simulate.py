@@ -40,10 +40,16 @@ unit is O(1) and a request only hashes the units it adds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
 
-from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Entry, PrefixBuilder, PromptCache, min_cacheable_for
+from scalpel_desktop.accounting.cache_model import (
+    TTL_SECONDS,
+    Entry,
+    PrefixBuilder,
+    PromptCache,
+    min_cacheable_for,
+)
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure
 from scalpel_desktop.bench.reader import Line, Request, Sequence
@@ -146,6 +152,7 @@ class SequenceSimulator:
         self.hidden: list[int] = []  # hidden tokens per request (0 for the first: it sized the prefix)
         self._build()
         self.read_at = [self._boundary(k) for k in range(len(seq.requests))]
+        self._shared: tuple | None = None  # (k, the unmodified arm's units after request k)
 
     # -- tokens ---------------------------------------------------------
     def _block_tokens(self, ln: Line) -> list[int]:
@@ -183,19 +190,28 @@ class SequenceSimulator:
         reqs = self.seq.requests
         anchored: dict[object, list[int]] = {}  # id(line) or "prefix" -> hidden blocks after it
         for k, req in enumerate(reqs):
-            keys, roles, tokens = (list(x) for x in self._prefix_units)
             hist = req.history
-            anchor: object = None
+            start = 0
+            own = -1
             if k > 0:
                 ph = reqs[k - 1].history
-                if len(ph) <= len(hist) and all(a is b for a, b in zip(ph, hist)):
-                    anchor = id(ph[-1]) if ph else "prefix"
-                else:
-                    anchor = id(hist[-1]) if hist else "prefix"
+                extends = len(ph) <= len(hist) and all(a is b for a, b in zip(ph, hist))
+                anchor: object = (id(ph[-1]) if ph else "prefix") if extends else (id(hist[-1]) if hist else "prefix")
                 anchored.setdefault(anchor, []).append(k)
-            own = -1
-            results: dict[str, int] = {}
-            for pos in range(-1, len(hist)):
+            else:
+                extends = False
+            if extends:  # the previous request's units, this one's hidden block, then the new lines
+                pk, pr, pt, pres = self._bases[k - 1]
+                keys, roles, tokens, results = list(pk), list(pr), list(pt), dict(pres)
+                own = len(keys)
+                keys.append(("hidden", k))
+                roles.append("user")
+                tokens.append(0)
+                start = len(ph)
+            else:
+                keys, roles, tokens = (list(x) for x in self._prefix_units)
+                results = {}
+            for pos in range(start - 1 if not extends else start, len(hist)):
                 if pos >= 0:
                     ln = hist[pos]
                     bt = self._block_tokens(ln)
@@ -208,6 +224,8 @@ class SequenceSimulator:
                         tokens.append(bt[bi])
                         roles.append(ln.role)
                 for j in anchored.get(id(hist[pos]) if pos >= 0 else "prefix", ()):
+                    if j >= k and extends:
+                        break
                     if j > k:
                         break
                     if j == k:
@@ -309,7 +327,7 @@ class SequenceSimulator:
         return arm.bill
 
     def arm(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *, free: bool = False,
-            after: Callable[[int, Request, Usage], None] | None = None) -> "Arm":
+            after: Callable[[int, Request, Usage], None] | None = None) -> Arm:
         """One arm to step request by request (several arms of a sequence go in lockstep)."""
         return Arm(self, cuts_for, free, after)
 
@@ -330,7 +348,19 @@ class Arm:
         req = sim.seq.requests[k]
         cuts = self.cuts_for(k, req) if self.cuts_for else None
         keys, roles, tokens = sim.units(k, cuts, self.free)
-        self.units.sync(keys, roles, tokens)
+        base = sim._bases[k]
+        shared = sim._shared
+        if shared is not None and shared[0] == k and keys is base[0] and shared[1] is not self.units:
+            # no keyed cut: the unmodified arm's chain, already built for this request (free cuts patched)
+            pb = shared[1].pb.copy()
+            if tokens is not base[2]:
+                for pos in {base[3][t] for t in cuts or () if t in base[3]}:
+                    pb.blocks[pos] = replace(pb.blocks[pos], tokens=tokens[pos])
+            self.units.pb, self.units.keys, self.units.tokens = pb, keys, tokens
+        else:
+            self.units.sync(keys, roles, tokens)
+            if self.cuts_for is None:
+                sim._shared = (k, self.units)
         self.ttl = ttl = sim._ttl(req, self.ttl)
         marks = sim._marks(roles, ttl)
         ck = req.model
@@ -340,8 +370,7 @@ class Arm:
         _drop_after(cache, ck, at)
         if b > 0:
             chain = blocks[b - 1].chain
-            base = sim._bases[k][0]
-            if self.free or chain in self.own or base is keys or keys[:b] == base[:b]:
+            if self.free or chain in self.own or base[0] is keys or keys[:b] == base[0][:b]:
                 e = cache.entries.get((ck, chain))
                 if e is None or e.expires <= req.ts:
                     cache.entries[(ck, chain)] = Entry(ttl, req.ts + TTL_SECONDS[ttl], at)
@@ -383,4 +412,4 @@ def _older_than(version: str, ref: tuple[int, int]) -> bool:
     return parts < ref if len(parts) == 2 else False
 
 
-__all__ = ["Arm", "SequenceSimulator", "SequenceBill", "RequestBill", "Stub", "Cuts"]
+__all__ = ["Arm", "Cuts", "RequestBill", "SequenceBill", "SequenceSimulator", "Stub"]

@@ -20,10 +20,12 @@ needs no break inferred from the usage.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
@@ -40,6 +42,7 @@ class SequenceBodies:
         self._msgs: dict[tuple, dict] = {}
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
+        self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
         for req in seq.requests:
@@ -99,16 +102,15 @@ class SequenceBodies:
                 group.append(ln)
         return out
 
-    def spans(self, k: int, view: Any = None) -> list:
-        """The doom spans of request ``k``'s body (every arm asks for the same ones)."""
+    def spans(self, k: int) -> list:
+        """The doom spans of request ``k``'s body as sent by the client (before any arm's stubs)."""
         got = self._spans.get(k)
         if got is None:
             from scalpel_desktop.surgery.doom import find_doom_spans
+            from scalpel_desktop.wire.formats import view_for
 
-            if view is None:
-                from scalpel_desktop.wire.formats import view_for
-
-                view = view_for("messages", self.doc(k)[1])
+            view = view_for("messages", self.doc(k)[1], previous=self._view)
+            self._view = view
             got = self._spans[k] = find_doom_spans(view, self.config, tier=self.tier) if view is not None else []
         return got
 
@@ -117,7 +119,7 @@ class StageDriver:
     """Runs one sequence's requests through a private SurgeryStage."""
 
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
-                 sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = True):
+                 sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = True, scratch: str | None = None):
         from scalpel_desktop.surgery.stage import SurgeryStage
         from scalpel_desktop.store.db import connect
         from scalpel_desktop.store.spill import SpillStore
@@ -125,7 +127,9 @@ class StageDriver:
         from scalpel_desktop.surgery.economist import Economist
 
         self.seq = seq
-        self.tmp = tempfile.mkdtemp(prefix="scalpel-bench-")
+        # spill files are content-addressed: the arms of a replay may share one scratch dir
+        self.own_tmp = scratch is None
+        self.tmp = scratch if scratch is not None else tempfile.mkdtemp(prefix="scalpel-bench-")
         cfg = dict(config or {})
         cfg["policy"], cfg["tier"] = policy, tier  # after the defaults, or every arm would run "cold"
         self.sim, self.bodies, self.hints = sim, bodies, hints
@@ -143,13 +147,16 @@ class StageDriver:
             self.headers["x-claude-code-agent-id"] = seq.agent_id
 
     def _spans(self, view, config=None, tier=None) -> list:
-        return self.bodies.spans(self._k, view)
+        """The body's doom spans but those this arm's stubs already replaced (as its own view finds them)."""
+        done = view.replaced
+        return [s for s in self.bodies.spans(self._k) if s.tool_use_id not in done]
 
     def close(self) -> None:
         try:
             self.conn.close()
         finally:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.own_tmp:
+                shutil.rmtree(self.tmp, ignore_errors=True)
 
     def cuts_for(self, k: int, req: Request) -> dict[str, Stub]:
         from scalpel_desktop.exchange import ApiRequest, Exchange
@@ -201,6 +208,13 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
+
+
+def scratch_dir() -> str:
+    """A scratch dir for a replay's spill files: in memory where the system offers it."""
+    shm = Path("/dev/shm")
+    base = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    return tempfile.mkdtemp(prefix="scalpel-bench-", dir=base)
 
 
 def _stub_bytes() -> int:

@@ -105,16 +105,19 @@ def text(s: str) -> dict:
 
 def simple_session(path: Path, turns: int = 6, gap_at: int | None = None, gap: float = 600.0,
                    big: int = 20_000) -> Path:
-    """A linear session: read a big file, re-read it, edit it...; usage consistent with the content."""
+    """A linear session: read a big file, re-read it, edit it...; usage consistent with the content
+    (a gap past the 5-minute TTL reads nothing and writes the whole prompt)."""
     tr = Transcript()
     tr.user("Please fix a.py")
     prompt = 15_000
     tr.response([text("Reading."), tool_use("toolu_0")], usage(w5=prompt))
     for k in range(1, turns):
         content = ("x = 1\n" * (big // 6)) if k % 2 else "ok"
+        cold = gap_at == k and gap > 300
         tr.result(f"toolu_{k - 1}", content, dt=gap if gap_at == k else 1.0)
         grow = len(content) // 3 + 40
+        use = usage(w5=prompt + grow) if cold else usage(read=prompt, w5=grow)
         tr.response([tool_use(f"toolu_{k}", "Read" if k % 3 else "Edit", file_path="/home/u/proj/a.py",
-                              old_string="a", new_string="b")], usage(read=prompt, w5=grow))
+                              old_string="a", new_string="b")], use)
         prompt += grow
     return tr.write(path)

@@ -23,13 +23,19 @@ def test_bench_json_and_html_on_a_synthetic_dir(tmp_path, capsys):
     assert main(["bench", str(tmp_path), "--json", "--sessions", "--html", str(html)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["sessions_replayed"] == 1
+    assert doc["baseline"] == "real"
+    assert doc["real_cost_usd"] > 0
     assert set(doc["skipped"]) >= {"too_short", "oversized", "unreadable_lines", "errors"}
-    assert set(doc["check"]) >= {"real_cost", "simulated_cost", "error_pct"}
+    assert set(doc["check"]) >= {"real_cost_usd", "simulated_cost_usd", "error_pct"}
     names = [p["name"] for p in doc["policies"]]
     assert names == ["off", "cold", "payback", "naive", "first-party"]
     for p in doc["policies"]:
-        assert set(p) >= {"name", "cost", "saving_pct", "sessions_worse", "worst_session_pct"}
-    assert "ceiling" in doc and "breaks_used" in doc
+        assert set(p) >= {"name", "cost_usd", "saving_usd", "saving_pct", "sessions_worse", "worst_session_pct",
+                          "proven_saving_pct"}
+        # the saving is a share of the real bill
+        assert abs(p["saving_pct"] - 100 * p["saving_usd"] / doc["real_cost_usd"]) < 0.01
+    assert doc["policies"][0]["cost_usd"] == doc["real_cost_usd"]
+    assert "ceiling" in doc
     assert len(doc["sessions"]) == 1
     page = html.read_text(encoding="utf-8")
     assert "<svg" in page and "</html>" in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
@@ -39,7 +45,7 @@ def test_bench_table_and_errors(tmp_path, capsys):
     simple_session(tmp_path / "a.jsonl", turns=6)
     assert main(["bench", str(tmp_path), "--tier", "1"]) == 0
     out = capsys.readouterr().out
-    assert "cold" in out and "Check the judge" in out and "Skipped" in out
+    assert "cold" in out and "Check:" in out and "real bill" in out and "Skipped" in out
     assert main(["bench", str(tmp_path / "missing")]) == 1
     assert "no such file" in capsys.readouterr().err
     # no argument: the user's own transcripts (none in the test HOME)
@@ -75,3 +81,13 @@ def test_bench_json_is_byte_identical_across_hash_seeds():
     doc = json.loads(a.stdout)
     assert doc["sessions_replayed"] > 40
     assert doc["requests_replayed"] > 1000
+    assert abs(doc["check"]["error_pct"]) <= 2.0
+
+
+def test_bench_progress_goes_to_stderr_and_never_into_json(tmp_path):
+    from tests.bench.transcripts import simple_session as s
+
+    s(tmp_path / "a.jsonl", turns=6)
+    r = _run(["bench", str(tmp_path), "--json"])
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)  # nothing but the document
