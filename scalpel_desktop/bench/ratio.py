@@ -15,10 +15,11 @@ blocks count 0 bytes: their tokens follow the picture, not its base64 text, and
 go to the request's hidden part (``bench/simulate.py``).
 
 Nothing here is fitted on a corpus: a sequence with fewer than ``MIN_FIT`` steps
-uses the ratio of its sums (hidden content included, so it leans high), and a
-sequence with no step at all the ratio pooled over the other sequences of the
-same replay (the user's own data). The error bound reported is the weighted
-mean absolute error of the fit on the sequence's own steps.
+(a short subagent, say) takes the slope pooled over the sequences of the same
+replay that fitted their own (the user's own data, weighted by bytes); only
+when none did, the ratio of its own sums (hidden content included, so it leans
+high). The error bound reported is the weighted mean absolute error of the
+prediction on the sequence's own steps (for a pooled one: the pool's).
 """
 
 from __future__ import annotations
@@ -100,22 +101,24 @@ def measure(seq: Sequence, counter: ByteCounter, pooled: Ratio | None = None) ->
         r, c = _lad(pts)
         if r > 0:
             return Ratio(r, c, len(pts), "fit", _err(pts, r, c), sp, sb)
+    if pooled is not None:
+        return Ratio(pooled.tokens_per_byte, pooled.per_turn, len(pts), "pooled", pooled.error_pct, sp, sb)
     if pts and sp > 0 and sb > 0:
         return Ratio(sp / sb, 0.0, len(pts), "sum", _err(pts, sp / sb, 0.0), sp, sb)
-    if pooled is not None:
-        return Ratio(pooled.tokens_per_byte, 0.0, 0, "pooled", pooled.error_pct, 0, 0)
-    return Ratio(0.25, 0.0, 0, "pooled", 100.0, 0, 0)  # nothing measured anywhere: 4 bytes a token, unbounded
+    return Ratio(0.25, 0.0, 0, "default", 100.0, 0, 0)  # nothing measured anywhere: 4 bytes a token, unbounded
 
 
 def pool(ratios: Iterable[Ratio]) -> Ratio | None:
-    """The ratio of sums over measured sequences (for the ones that measured nothing)."""
-    rs = [r for r in ratios if r.delta_bytes > 0 and r.delta_tokens > 0]
+    """The fitted slopes of a replay's sequences, weighted by the bytes they were measured on:
+    the user's own data, for the sequences too short to fit their own."""
+    rs = [r for r in ratios if r.method == "fit" and r.delta_bytes > 0]
     if not rs:
         return None
     b = sum(r.delta_bytes for r in rs)
-    t = sum(r.delta_tokens for r in rs)
+    slope = sum(r.tokens_per_byte * r.delta_bytes for r in rs) / b
+    turn = sum(r.per_turn * r.delta_bytes for r in rs) / b
     err = sum(r.error_pct * r.delta_bytes for r in rs) / b
-    return Ratio(t / b, 0.0, sum(r.steps for r in rs), "pooled", err, t, b)
+    return Ratio(slope, turn, sum(r.steps for r in rs), "pooled", err, sum(r.delta_tokens for r in rs), b)
 
 
 def _lad(pts: list[tuple[int, int]], rounds: int = 30) -> tuple[float, float]:

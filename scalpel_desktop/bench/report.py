@@ -20,7 +20,7 @@ PREFIX_NOTE = ("what transcripts do not show (system prompt, tools, reminders, a
 
 
 def _r(x: float, n: int = 6) -> float:
-    return round(float(x), n)
+    return round(float(x), n) + 0.0  # never -0.0
 
 
 def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool = False) -> dict[str, Any]:

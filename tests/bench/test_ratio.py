@@ -41,17 +41,20 @@ def test_one_large_attachment_does_not_drag_the_slope(tmp_path):
     assert r.tokens_per_byte == pytest.approx(0.27, rel=0.02)
 
 
-def test_short_sequences_use_their_sums_and_empty_ones_the_pool(tmp_path):
-    seq = _session(tmp_path / "a.jsonl", 0.3, 0, turns=3)
+def test_short_sequences_take_the_pooled_fits_else_their_sums(tmp_path):
     counter = ByteCounter()
-    r = measure(seq, counter)
-    assert r.method == "sum" and r.steps == 2
-    assert r.tokens_per_byte == pytest.approx(0.3, rel=0.01)
+    long_ = measure(_session(tmp_path / "l.jsonl", 0.3, 50), counter)
+    short = _session(tmp_path / "a.jsonl", 0.3, 200, turns=3)
+    alone = measure(short, counter)
+    assert alone.method == "sum" and alone.steps == 2
+    assert alone.tokens_per_byte > 0.3  # its own sums carry its hidden extra
+    pooled = pool([long_, alone])
+    assert pooled.tokens_per_byte == pytest.approx(long_.tokens_per_byte)  # only fits are pooled
+    got = measure(short, counter, pooled)
+    assert got.method == "pooled" and got.tokens_per_byte == pytest.approx(0.3, rel=0.01)
     one = _session(tmp_path / "b.jsonl", 0.3, 0, turns=1)
     assert steps(one, counter) == []
-    pooled = pool([r])
-    got = measure(one, counter, pooled)
-    assert got.method == "pooled" and got.tokens_per_byte == pooled.tokens_per_byte
+    assert measure(one, counter, pooled).method == "pooled"
 
 
 def test_images_count_no_bytes():
