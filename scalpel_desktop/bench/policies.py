@@ -30,7 +30,7 @@ CLEARED_TEXT = "[cleared to save context]"
 def doom_spans(seq: Sequence, req: Request, config: Any, tier: int) -> list:
     """The doom spans of one request's history (``scalpel profile``; the replay shares its own)."""
     from scalpel_desktop.surgery.doom import find_doom_spans
-    from scalpel_desktop.wire.view import view_for
+    from scalpel_desktop.wire.formats import view_for
 
     view = view_for("messages", {"model": req.model, "messages": req.messages})
     return find_doom_spans(view, config, tier=tier) if view is not None else []
