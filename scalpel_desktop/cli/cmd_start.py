@@ -124,8 +124,9 @@ def _start(args: argparse.Namespace) -> int:
     def on_term(signum, frame):  # noqa: ARG001
         raise KeyboardInterrupt
 
+    previous = None
     try:
-        signal.signal(signal.SIGTERM, on_term)
+        previous = signal.signal(signal.SIGTERM, on_term)
     except (ValueError, OSError):  # not the main thread
         pass
     live = sys.stdout.isatty() and not args.quiet
@@ -141,6 +142,8 @@ def _start(args: argparse.Namespace) -> int:
         if live:
             sys.stdout.write("\n")
         rt.stop(timeout=5.0)
+        if previous is not None:  # a caller in this process (a test, the tray) keeps its own handler
+            signal.signal(signal.SIGTERM, previous)
     print("scalpel stopped.", flush=True)
     return 0
 
