@@ -11,10 +11,9 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from scalpel_desktop.paths import dirs
-from scalpel_desktop.tools.router.rank import ToolIndex
-from scalpel_desktop.tools.router.routing import META_NAME, Router
+from scalpel_desktop.tools.router.routing import META_NAME
 from tests.support import REPO
-from tests.tools.mcp_catalog import LABELLED, TOOLS, tool_dicts
+from tests.tools.mcp_catalog import TOOLS
 
 SERVER = str(REPO / "tests" / "tools" / "mcp_test_server.py")
 
@@ -105,33 +104,3 @@ def test_recent_calls_feed_the_next_session():
     assert len(no_hint) == 45 and META_NAME not in no_hint  # no hint, no history: full catalogue
     assert "describe_table" in informed and informed[-1] == META_NAME and len(informed) <= 9
     assert {"list_tables", "run_sql_query"} & set(informed)  # its neighbours by TF-IDF
-
-
-def test_routing_quality_on_the_labelled_queries():
-    index = ToolIndex(tool_dicts())
-    hits = []
-    for query, expected in LABELLED:
-        ranked = [n for n, _s in index.rank(query)]
-        hits.append(expected in ranked[:5])
-    n = sum(hits)
-    print(f"\nrouting quality: {n} of {len(LABELLED)} labelled queries rank the expected tool in the top 5")
-    assert len(LABELLED) >= 10 and n >= 8
-
-
-def test_router_state_rules():
-    logs: list[str] = []
-    r = Router(hint="", max_tools=5, log=logs.append)
-    r.set_catalog(tool_dicts()[:4])
-    assert [t["name"] for t in r.listing()] == [n for n, _d, _p in TOOLS[:4]]  # fits: no search tool
-    r = Router(hint="slack message", max_tools=3, log=logs.append)
-    r.set_catalog(tool_dicts())
-    names = [t["name"] for t in r.listing()]
-    assert "send_slack_message" in names and names[-1] == META_NAME and len(names) == 4
-    text, revealed = r.search("email")
-    assert revealed and "send_email" in revealed and len(revealed) <= 5
-    text, revealed = r.search("send_slack_message")
-    assert revealed == [] and "No hidden tool" in text
-    # the upstream's catalogue changes: listed tools stay listed
-    before = {t["name"] for t in r.listing()}
-    r.set_catalog(tool_dicts()[:-1])
-    assert before - {META_NAME} <= {t["name"] for t in r.listing()}

@@ -1,0 +1,98 @@
+"""tools/actions.py: the control-API ``tools`` action, over a fake runtime and a real tool store."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalpel_desktop.tools import actions
+from scalpel_desktop.tools.store import ToolStore
+
+
+class FakePins:
+    forgotten = 0
+
+    def forget(self):
+        self.forgotten += 1
+
+
+class FakeStage:
+    name = "tool_filter"
+
+    def __init__(self):
+        self.pins = FakePins()
+
+
+class FakeRuntime:
+    def __init__(self):
+        self.settings = {"tool_filter": False}
+        self.actions = {}
+        self._pipeline = type("P", (), {"stages": [FakeStage()]})()
+
+    def setting(self, key):
+        return self.settings.get(key)
+
+    def set_settings(self, values):
+        self.settings.update(values)
+
+    def register_action(self, name, fn):
+        self.actions[name] = fn
+
+
+@pytest.fixture
+def rt():
+    r = FakeRuntime()
+    actions.register(r)
+    return r
+
+
+def history():
+    s = ToolStore.open()
+    try:
+        return [(h["action"], h["name"], h["source"]) for h in s.history()]
+    finally:
+        s.close()
+
+
+def test_register_adds_the_tools_action(rt):
+    assert rt.actions["tools"]({"op": "history"}) == {"ok": True, "op": "history", "history": []}
+
+
+@pytest.mark.parametrize("payload, message", [
+    ([], "tools: expected a JSON object"),
+    ({"op": "explode"}, "tools: op must be one of remove, restore"),
+    ({"op": "list", "source": "web"}, "tools: source must be one of cli, tray"),
+    ({"op": "remove", "name": "Bash"}, "Bash is a Claude Code built-in"),
+    ({"op": "remove", "name": "a b"}, "is not a tool name"),
+])
+def test_bad_requests_are_4xx_errors_that_say_what_is_wrong(rt, payload, message):
+    with pytest.raises(Exception, match=message) as e:
+        actions.handle(rt, payload)
+    assert getattr(e.value, "status", None) == 400
+
+
+def test_remove_and_restore_are_recorded_with_their_source(rt):
+    res = actions.handle(rt, {"op": "remove", "name": "Bash", "force": True, "source": "tray"})
+    assert res["ok"] and res["changed"] and res["builtin"]
+    assert actions.handle(rt, {"op": "restore", "name": "Bash", "source": "dashboard"})["changed"]
+    assert history() == [("remove", "Bash", "tray"), ("restore", "Bash", "dashboard")]
+
+
+def test_on_and_off_change_the_live_setting_and_record_only_changes(rt):
+    assert actions.handle(rt, {"op": "on"}) == {"ok": True, "op": "on", "tool_filter": True, "changed": True}
+    assert actions.handle(rt, {"op": "on"})["changed"] is False
+    assert rt.settings["tool_filter"] is True
+    assert history() == [("on", "", "control_api")]
+
+
+def test_list_reads_the_live_setting(rt):
+    rt.settings["tool_filter"] = True
+    out = actions.handle(rt, {"op": "list"})
+    assert out["tool_filter"] is True and out["tools"] == []
+
+
+def test_forget_pins_and_now_drop_the_filter_stages_cached_pins(rt):
+    stage = rt._pipeline.stages[0]
+    actions.handle(rt, {"op": "forget_pins"})
+    actions.handle(rt, {"op": "remove", "name": "mcp__gh", "now": True})
+    actions.handle(rt, {"op": "restore", "name": "mcp__gh"})
+    assert stage.pins.forgotten == 2
