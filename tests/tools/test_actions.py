@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scalpel_desktop.config import Config
 from scalpel_desktop.tools import actions
 from scalpel_desktop.tools.store import ToolStore
 
@@ -96,3 +97,31 @@ def test_forget_pins_and_now_drop_the_filter_stages_cached_pins(rt):
     actions.handle(rt, {"op": "remove", "name": "mcp__gh", "now": True})
     actions.handle(rt, {"op": "restore", "name": "mcp__gh"})
     assert stage.pins.forgotten == 2
+
+
+# through a real runtime and its control API
+
+
+def test_control_api_action_records_its_source(with_tool_stages):
+    from scalpel_desktop.control_client import ControlClient, ControlError
+    from scalpel_desktop.runtime import Runtime
+
+    rt = Runtime(Config.load(), port=0).start()
+    try:
+        client = ControlClient.discover()
+        res = client.action("tools", {"op": "remove", "name": "mcp__slack", "source": "tray"})
+        assert res["ok"] and res["changed"]
+        with pytest.raises(ControlError) as e:
+            client.action("tools", {"op": "remove", "name": "Bash", "source": "dashboard"})
+        assert "the model loses" in str(e.value)
+        client.action("tools", {"op": "remove", "name": "Bash", "force": True, "source": "dashboard"})
+        client.action("tools", {"op": "on"})
+        assert rt.setting("tool_filter") is True
+        assert client.action("tools", {"op": "list"})["tool_filter"] is True
+        with pytest.raises(ControlError):
+            client.action("tools", {"op": "remove", "name": "x", "source": "somewhere"})
+        hist = client.action("tools", {"op": "history"})["history"]
+        assert [(h["action"], h["name"], h["source"]) for h in hist] == [
+            ("remove", "mcp__slack", "tray"), ("remove", "Bash", "dashboard"), ("on", "", "control_api")]
+    finally:
+        rt.stop()

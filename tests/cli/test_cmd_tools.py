@@ -1,4 +1,4 @@
-"""``scalpel tools ...`` and the control-API action ``tools``."""
+"""``scalpel tools ...``: the removal list, the inventory and suggestions from the command line."""
 
 from __future__ import annotations
 
@@ -65,28 +65,3 @@ def test_ls_and_suggest_output(capsys):
     report = json.loads(run(capsys, "tools", "suggest", "--json")[1])
     assert [s["name"] for s in report["suggestions"]] == ["LSP"]
     assert report["coverage"]["sessions"] == 5
-
-
-def test_control_api_action_records_its_source(with_tool_stages):
-    from scalpel_desktop.control_client import ControlClient, ControlError
-    from scalpel_desktop.runtime import Runtime
-
-    rt = Runtime(Config.load(), port=0).start()
-    try:
-        client = ControlClient.discover()
-        res = client.action("tools", {"op": "remove", "name": "mcp__slack", "source": "tray"})
-        assert res["ok"] and res["changed"]
-        with pytest.raises(ControlError) as e:
-            client.action("tools", {"op": "remove", "name": "Bash", "source": "dashboard"})
-        assert "the model loses" in str(e.value)
-        client.action("tools", {"op": "remove", "name": "Bash", "force": True, "source": "dashboard"})
-        client.action("tools", {"op": "on"})
-        assert rt.setting("tool_filter") is True
-        assert client.action("tools", {"op": "list"})["tool_filter"] is True
-        with pytest.raises(ControlError):
-            client.action("tools", {"op": "remove", "name": "x", "source": "somewhere"})
-        hist = client.action("tools", {"op": "history"})["history"]
-        assert [(h["action"], h["name"], h["source"]) for h in hist] == [
-            ("remove", "mcp__slack", "tray"), ("remove", "Bash", "dashboard"), ("on", "", "control_api")]
-    finally:
-        rt.stop()

@@ -59,19 +59,6 @@ def test_bench_reads_the_users_own_transcripts(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["sessions_replayed"] == 1
 
 
-def test_accuracy_and_profile_commands(tmp_path, capsys):
-    path = simple_session(tmp_path / "proj" / "abcdef12-0000.jsonl", turns=8)
-    assert main(["accuracy", str(tmp_path), "--json"]) == 0
-    scores = json.loads(capsys.readouterr().out)["scores"]
-    assert scores[-1]["family"] == "all"
-    assert main(["profile", str(path), "--json"]) == 0
-    prof = json.loads(capsys.readouterr().out)
-    assert prof["requests"] == 8 and prof["by_tool"]
-    assert main(["profile", str(path)]) == 0
-    assert "tokens by kind" in capsys.readouterr().out
-    assert main(["profile", "nosuchsession"]) == 1
-
-
 def test_bench_json_is_byte_identical_across_hash_seeds():
     root = corpus_dir("transcripts")
     a = _run(["bench", str(root), "--json", "--sessions"], {"PYTHONHASHSEED": "1"})
