@@ -12,7 +12,13 @@ import time
 
 import pytest
 
-from scalpel_desktop.control_client import ControlClient, ControlError, ProxyNotRunning, pid_alive, runtime_info
+from scalpel_desktop.control_client import (
+    ControlClient,
+    ControlError,
+    ProxyNotRunning,
+    pid_alive,
+    runtime_info,
+)
 from scalpel_desktop.paths import dirs
 from tests.support import free_port
 

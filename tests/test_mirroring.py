@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support import REPO
-from tests.support import mirroring
+from tests.support import REPO, mirroring
 
 
 def test_every_module_has_its_mirrored_test_or_a_reasoned_exemption():

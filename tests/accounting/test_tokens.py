@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from scalpel_desktop.accounting.tokens import canonical_block, estimate_tokens, rule_tokens
+from scalpel_desktop.accounting.tokens import (
+    canonical_block,
+    estimate_tokens,
+    rule_tokens,
+)
 
 
 def test_canonical_block_drops_only_the_cache_marker_and_copies():

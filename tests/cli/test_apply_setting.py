@@ -25,7 +25,7 @@ class FakeConfig:
 
 
 class Control(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.server.seen.append((self.path, json.loads(body)))
         self.send_response(self.server.status)

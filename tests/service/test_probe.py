@@ -16,7 +16,7 @@ class Answer(http.server.BaseHTTPRequestHandler):
     status = 200
     body = b'{"ok": true, "version": "x"}'
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.server.paths.append(self.path)
         self.send_response(self.server.status)
         self.end_headers()

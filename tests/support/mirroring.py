@@ -56,8 +56,8 @@ def read_exemptions(path: Path) -> tuple[dict[str, tuple[int, str]], list[str]]:
     if not path.exists():
         return entries, malformed
     for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        text = raw.split("#", 1)[0].strip() if raw.lstrip().startswith("#") else raw.strip()
-        if not text:
+        text = raw.strip()
+        if not text or text.startswith("#"):
             continue
         m = _LINE.match(text)
         if not m:
