@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from scalpel_desktop import clock
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 
@@ -68,20 +67,7 @@ def test_stats_count_requests_errors_and_tokens():
     s.record(finished(status=529, api="anthropic"))
     s.record(finished(status=0, piped=False, error="connection refused"))
     snap = s.snapshot()
-    assert snap == {"requests": 3, "api_requests": 2, "errors": 2, "requests_today": 3,
+    assert snap == {"requests": 3, "api_requests": 2, "errors": 2,
                     "tokens_in": 100, "tokens_out": 7, "last_error": "connection refused"}
     s.record(finished(status=404, api="openai"))
     assert s.snapshot()["last_error"] == "HTTP 404 from openai upstream"
-
-
-def test_requests_today_restarts_on_a_new_day(tmp_path, monkeypatch):
-    f = tmp_path / "clock"
-    monkeypatch.setenv("SCALPEL_TEST_CLOCK_FILE", str(f))
-    s = Stats()
-    s.record(finished())
-    s.record(finished())
-    assert s.snapshot()["requests_today"] == 2
-    clock.set_offset(f, 2 * 86400)
-    assert s.snapshot()["requests_today"] == 0  # nothing yet on the new day
-    s.record(finished())
-    assert s.snapshot()["requests_today"] == 1 and s.snapshot()["requests"] == 3

@@ -1,4 +1,4 @@
-"""store/db.py: WAL, ordered migrations recorded once, statement splitting, read-only opens."""
+"""store/db.py: WAL, ordered migrations recorded once, statement splitting."""
 
 from __future__ import annotations
 
@@ -33,17 +33,6 @@ def test_connect_defaults_to_the_ledger_path_under_scalpel_home():
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT COUNT(*) FROM _migrations").fetchone()[0] == len(db.migration_modules())
     conn.close()
-
-
-def test_readonly_connect_neither_creates_nor_writes(tmp_path):
-    with pytest.raises(sqlite3.OperationalError):
-        db.connect(tmp_path / "absent.sqlite3", readonly=True).execute("SELECT 1 FROM requests")
-    assert not (tmp_path / "absent.sqlite3").exists()
-    db.connect(tmp_path / "l.sqlite3").close()
-    ro = db.connect(tmp_path / "l.sqlite3", readonly=True)
-    assert ro.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 0
-    with pytest.raises(sqlite3.OperationalError, match="readonly"):
-        ro.execute("INSERT INTO requests (ts) VALUES (1)")
 
 
 def test_a_failing_migration_rolls_back_everything_it_did(tmp_path, monkeypatch):
