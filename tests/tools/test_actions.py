@@ -23,11 +23,19 @@ class FakeStage:
         self.pins = FakePins()
 
 
+class FakeChain:
+    def __init__(self, stages):
+        self.stages = stages
+
+    def get(self, name):
+        return next((s for s in self.stages if s.name == name), None)
+
+
 class FakeRuntime:
     def __init__(self):
         self.settings = {"tool_filter": False}
         self.actions = {}
-        self._pipeline = type("P", (), {"stages": [FakeStage()]})()
+        self.pipeline = FakeChain([FakeStage()])
 
     def setting(self, key):
         return self.settings.get(key)
@@ -92,7 +100,7 @@ def test_list_reads_the_live_setting(rt):
 
 
 def test_forget_pins_and_now_drop_the_filter_stages_cached_pins(rt):
-    stage = rt._pipeline.stages[0]
+    stage = rt.pipeline.stages[0]
     actions.handle(rt, {"op": "forget_pins"})
     actions.handle(rt, {"op": "remove", "name": "mcp__gh", "now": True})
     actions.handle(rt, {"op": "restore", "name": "mcp__gh"})
