@@ -36,7 +36,7 @@ def _ask(question: str) -> bool:
 def _uninstall(args: argparse.Namespace) -> int:
     from scalpel_desktop.paths import dirs, home_relative
     from scalpel_desktop.service import autopilot, hooks
-    from scalpel_desktop.service.base import choose_backend
+    from scalpel_desktop.service.autostart import choose_backend
     from scalpel_desktop.service.settings_file import ClaudeSettings, SettingsError
 
     if not args.yes and not _ask("Remove scalpel's autopilot, hooks and statusLine from Claude Code?"):

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from scalpel_desktop.paths import dirs, home_relative
-from scalpel_desktop.service.base import ServiceBackend, choose_backend
+from scalpel_desktop.service.autostart import choose_backend
+from scalpel_desktop.service.base import ServiceBackend
 from scalpel_desktop.service.probe import base_url, health, is_scalpel_url, wait_healthy
 from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
 

@@ -17,20 +17,17 @@ Backends::
 
 Commands that talk to a service manager go through ``self.run`` (an injectable
 runner), so a test can render and install into a temporary HOME without ever
-calling ``systemctl``/``launchctl``/``schtasks``.
+calling ``systemctl``/``launchctl``/``schtasks``. Which backend serves this
+machine is ``service/autostart.py``'s choice: this module never imports a backend.
 """
 
 from __future__ import annotations
 
 import enum
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
-
-TEST_BACKEND_ENV = "SCALPEL_TEST_SERVICE_BACKEND"
 
 
 class ServiceResult(enum.Enum):
@@ -106,23 +103,3 @@ class ServiceBackend:
         except (OSError, subprocess.SubprocessError) as e:
             return False, f"{argv[0]}: {e}"
         return cp.returncode == 0, (cp.stderr or cp.stdout or "").strip()
-
-
-def choose_backend(runner: Runner | None = None) -> ServiceBackend:
-    """The backend for this OS, or the test backend when the test setting is on."""
-    test = os.environ.get(TEST_BACKEND_ENV, "")
-    if test == "process":
-        from scalpel_desktop.service.process_backend import ProcessBackend
-
-        return ProcessBackend()
-    if sys.platform == "darwin":
-        from scalpel_desktop.service.launchd import LaunchdBackend
-
-        return LaunchdBackend(runner)
-    if sys.platform == "win32":
-        from scalpel_desktop.service.windows import WindowsBackend
-
-        return WindowsBackend(runner)
-    from scalpel_desktop.service.systemd import SystemdBackend
-
-    return SystemdBackend(runner)

@@ -55,7 +55,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     from scalpel_desktop.config import Config, ConfigError
     from scalpel_desktop.paths import dirs, home_relative
     from scalpel_desktop.service import autopilot, hooks
-    from scalpel_desktop.service.base import choose_backend
+    from scalpel_desktop.service.autostart import choose_backend
     from scalpel_desktop.service.probe import base_url, health, is_scalpel_url
     from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
 

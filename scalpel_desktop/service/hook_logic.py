@@ -201,7 +201,7 @@ def start_proxy_if_needed() -> str:
     port = int(state.get("port") or 4242)
     if health(port, timeout=0.5) is not None:
         return "running"
-    from scalpel_desktop.service.base import choose_backend
+    from scalpel_desktop.service.autostart import choose_backend
 
     backend = choose_backend()
     if not backend.enabled():
