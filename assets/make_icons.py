@@ -1,4 +1,4 @@
-"""Regenerate the icons in assets/ from scalpel_desktop/tray/icons.py.
+"""Regenerate the icons in assets/ from scalpel_desktop.desktop_env.icons.py.
 
     python assets/make_icons.py
 
@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from scalpel_desktop.tray.icons import STATES, icon_image, save_png  # noqa: E402
+from scalpel_desktop.desktop_env.icons import STATES, icon_image, save_png  # noqa: E402
 
 
 def main(out: Path = HERE) -> list[Path]:

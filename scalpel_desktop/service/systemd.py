@@ -44,7 +44,7 @@ class SystemdBackend(ServiceBackend):
 
     def _write_icon(self) -> None:
         try:
-            from scalpel_desktop.tray.icons import save_png
+            from scalpel_desktop.desktop_env.icons import save_png
 
             save_png("active", tray_icon_path())
         except Exception:  # noqa: BLE001 - an icon is cosmetic

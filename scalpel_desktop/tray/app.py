@@ -139,7 +139,7 @@ class TrayApp:
     """The pystray Icon, the dispatcher and a refresher thread, wired together."""
 
     def __init__(self, pystray: Any, link: TrayLink, dispatcher: Dispatcher | None = None):
-        from scalpel_desktop.tray.icons import icon_image
+        from scalpel_desktop.desktop_env.icons import icon_image
 
         self.pystray = pystray
         self.link = link

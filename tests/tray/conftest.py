@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+from tests.service.conftest import process_service  # noqa: F401 - fixture
+
 
 @pytest.fixture
 def pystray_dummy():

@@ -17,7 +17,6 @@ from scalpel_desktop.service import autopilot
 from scalpel_desktop.service.probe import health
 from scalpel_desktop.service.settings_file import settings_path
 from scalpel_desktop.tray.app import TrayApp, TrayLink
-from tests.service.conftest import process_service  # noqa: F401 - fixture
 
 
 def _run_and_quit(app: TrayApp, *commands: str) -> None:

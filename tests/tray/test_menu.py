@@ -63,12 +63,3 @@ def test_tooltip_gives_todays_savings():
     s = TrayState(running=True, saved_tokens_today=2_500_000, saved_usd_today=1.234, requests_today=7)
     assert s.tooltip() == "scalpel-desktop (active): saved 2,500,000 tokens ($1.23) today, 7 requests"
     assert TrayState().tooltip() == "scalpel-desktop: proxy off"
-
-
-def test_icons_one_per_state_at_128px():
-    from scalpel_desktop.tray.icons import STATES, icon_image
-
-    images = [icon_image(s) for s in STATES]
-    assert all(i.size == (128, 128) and i.mode == "RGBA" for i in images)
-    assert len({i.tobytes() for i in images}) == 4
-    assert icon_image("active") is icon_image("active")  # drawn once
