@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from scalpel_desktop.service.doctor import check_all
+    from scalpel_desktop.cli.doctor_checks import check_all
 
     checks = check_all()
     failed = any(c.status == "fail" for c in checks)

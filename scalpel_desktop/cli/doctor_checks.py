@@ -1,4 +1,8 @@
-"""``scalpel doctor``: everything a user could have wrong, and how to fix each.
+"""``scalpel doctor``'s checks: everything a user could have wrong, and how to fix each.
+
+The advice names CLI commands, so the checks live with the command that
+renders them (``cli/cmd_doctor.py``); the facts come from service/, config and
+``desktop_env`` (the same tray test the tray itself uses).
 
 Each check returns a ``Check(name, status, detail, fix)``; status is one of
 ``ok``, ``warn``, ``fail``, ``info``. Any ``fail`` makes the command exit 1.
@@ -139,7 +143,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     else:
         out.append(Check("Claude Code CLI", "info", "`claude` not on PATH"))
     if sys.platform.startswith("linux"):
-        from scalpel_desktop.tray.backend import gtk_available  # the tray's own test, not a guess
+        from scalpel_desktop.desktop_env.tray_host import gtk_available  # the tray's own test, not a guess
 
         if gtk_available():
             out.append(Check("tray", "ok", "PyGObject and GTK 3 present (gtk/appindicator tray with a menu)"))

@@ -1,0 +1,44 @@
+"""`scalpel uninstall` restores every file it changed."""
+
+from __future__ import annotations
+
+from scalpel_desktop.cli import main
+from scalpel_desktop.service import autopilot, hooks
+from scalpel_desktop.service.settings_file import settings_path
+
+ORIGINAL = b'{\n\t"model": "haiku",\n\t"statusLine": {"type": "command", "command": "mine"}\n}'
+
+
+def test_uninstall_restores_settings_byte_for_byte_and_keeps_data(isolated_home, capsys, process_service):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.service.process_backend import ProcessBackend
+
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(ORIGINAL)
+    autopilot.on(timeout=30)
+    hooks.install_hooks()
+    hooks.install_statusline()
+    assert path.read_bytes() != ORIGINAL
+    assert main(["uninstall", "--yes"]) == 0
+    assert path.read_bytes() == ORIGINAL
+    assert ProcessBackend().pid() is None and not autopilot.is_on()
+    assert dirs().config.exists()
+    assert "kept scalpel's data" in capsys.readouterr().out
+
+
+def test_uninstall_delete_data(isolated_home, capsys):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.db import connect
+
+    connect().close()
+    assert dirs().database.exists()
+    assert main(["uninstall", "--yes", "--delete-data"]) == 0
+    assert not dirs().data.exists()
+
+
+def test_uninstall_without_confirmation_changes_nothing(isolated_home, capsys):
+    hooks.install_hooks()
+    before = settings_path().read_bytes()
+    assert main(["uninstall"]) == 1  # stdin is not a terminal under pytest
+    assert settings_path().read_bytes() == before
