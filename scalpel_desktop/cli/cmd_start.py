@@ -103,6 +103,11 @@ def _setup_logging() -> None:
 
 
 def _start(args: argparse.Namespace) -> int:
+    return serve_foreground(_overrides(args), quiet=args.quiet)
+
+
+def serve_foreground(overrides: dict | None = None, quiet: bool = False) -> int:
+    """Run the proxy here until Ctrl-C, SIGTERM or ``scalpel stop`` (``start``, and ``scalpel`` with no tray)."""
     import signal
 
     from scalpel_desktop.config import Config, ConfigError
@@ -110,7 +115,7 @@ def _start(args: argparse.Namespace) -> int:
     from scalpel_desktop.runtime import AlreadyRunning, Runtime
 
     try:
-        rt = Runtime(Config.load(), _overrides(args))
+        rt = Runtime(Config.load(), overrides or {})
     except ConfigError as e:
         raise CliError(str(e)) from None
     _setup_logging()
@@ -129,7 +134,7 @@ def _start(args: argparse.Namespace) -> int:
         previous = signal.signal(signal.SIGTERM, on_term)
     except (ValueError, OSError):  # not the main thread
         pass
-    live = sys.stdout.isatty() and not args.quiet
+    live = sys.stdout.isatty() and not quiet
     try:
         _print_banner(rt)
         while not rt.wait(1.0):

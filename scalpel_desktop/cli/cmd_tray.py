@@ -20,6 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _tray(args: argparse.Namespace) -> int:
-    from scalpel_desktop.tray.app import run_tray
+    from scalpel_desktop.cli.default import tray_or_foreground
 
-    return run_tray()
+    return tray_or_foreground()

@@ -12,8 +12,9 @@ the tray and the service keeps serving. A proxy the tray owns is stopped,
 and then ``autopilot.release_if_unserved()`` restores Claude Code's settings
 if they still point at scalpel with no service to serve them.
 
-No tray backend (no display, no PyGObject and no X): say so and run the
-proxy headless in the foreground, like ``scalpel start``.
+No tray backend (no display, no PyGObject and no X): ``run_tray()`` returns
+``NoTrayBackend(reason)`` and the CLI runs the proxy in the foreground
+instead. The tray never imports the CLI.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import logging
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from scalpel_desktop.tray.dispatcher import Dispatcher
@@ -196,28 +198,27 @@ class TrayApp:
             self._worker.shutdown(wait=True, cancel_futures=False)
 
 
-def _headless(message: str) -> int:
-    print(f"scalpel: {message}; running headless (the proxy in the foreground).", file=sys.stderr)
-    from scalpel_desktop.cli import build_parser
-    from scalpel_desktop.control_client import ControlClient, ControlError
+@dataclass(frozen=True)
+class NoTrayBackend:
+    """``run_tray()``'s answer when this session can show no tray: why, in one line.
 
-    try:
-        client = ControlClient.discover(timeout=2.0)
-        client.health()
-        print(f"scalpel: a proxy already runs on 127.0.0.1:{client.port}; nothing to do.", file=sys.stderr)
-        return 0
-    except ControlError:
-        pass
-    args = build_parser().parse_args(["start"])
-    return int(args.func(args) or 0)
+    A result, not an error: the caller (the CLI) decides what runs instead.
+    """
+
+    reason: str
 
 
-def run_tray() -> int:
+class TrayStartError(Exception):
+    """The tray could not start its own proxy (already running, port taken, ...)."""
+
+
+def run_tray() -> int | NoTrayBackend:
+    """Show the tray until Quit (exit status 0), or say that no tray can be shown here."""
     from scalpel_desktop.tray import backend
 
     choice = backend.choose()
     if choice.pystray is None:
-        return _headless(choice.warning or "no tray backend available")
+        return NoTrayBackend(choice.warning or "no tray backend available")
     if choice.warning:
         print(f"scalpel: warning: {choice.warning}", file=sys.stderr)
     logging.basicConfig(level=logging.WARNING, format="scalpel: %(levelname)s: %(message)s")
@@ -225,9 +226,7 @@ def run_tray() -> int:
     try:
         mode = link.attach_or_start()
     except Exception as e:  # noqa: BLE001 - AlreadyRunning, PortInUse, ...
-        from scalpel_desktop.cli import CliError
-
-        raise CliError(f"cannot start the proxy for the tray: {e}") from None
+        raise TrayStartError(f"cannot start the proxy for the tray: {e}") from None
     log.info("tray (%s backend), proxy %s", choice.name, mode)
     app = TrayApp(choice.pystray, link)
     try:

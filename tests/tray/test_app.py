@@ -105,15 +105,26 @@ def test_toggle_autopilot_from_the_tray_hands_the_port_over_and_back(pystray_dum
     link.stop_own()
 
 
-def test_no_backend_runs_headless_and_says_so(isolated_home, monkeypatch, capsys):
+def test_no_backend_is_a_result_not_a_cli_call(isolated_home, monkeypatch):
     from scalpel_desktop.tray import app as tray_app
     from scalpel_desktop.tray import backend
 
     monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no display (DISPLAY/WAYLAND_DISPLAY unset)"))
-    ran = []
-    monkeypatch.setattr(tray_app, "_headless", lambda msg: ran.append(msg) or 0)
-    assert tray_app.run_tray() == 0
-    assert ran == ["no display (DISPLAY/WAYLAND_DISPLAY unset)"]
+    assert tray_app.run_tray() == tray_app.NoTrayBackend("no display (DISPLAY/WAYLAND_DISPLAY unset)")
+
+
+def test_a_proxy_that_cannot_start_is_a_tray_error(isolated_home, monkeypatch, pystray_dummy):
+    from scalpel_desktop.tray import app as tray_app
+    from scalpel_desktop.tray import backend
+
+    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(pystray_dummy, "dummy"))
+
+    def refuse(self):
+        raise OSError("port 4242 is taken")
+
+    monkeypatch.setattr(tray_app.TrayLink, "attach_or_start", refuse)
+    with pytest.raises(tray_app.TrayStartError, match="cannot start the proxy for the tray: port 4242 is taken"):
+        tray_app.run_tray()
 
 
 def test_backend_choice_without_display(monkeypatch):
