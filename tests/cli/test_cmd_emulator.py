@@ -49,6 +49,12 @@ def test_foreground_run_answers_requests():
             assert json.loads(resp.read())["type"] == "message"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_emulator/requests", timeout=10) as resp:
             assert len(json.loads(resp.read())["requests"]) == 1
+        proc.terminate()  # SIGTERM: a clean stop, the port freed
+        assert proc.wait(10) == 0, proc.stderr.read()
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT from the request above
+            s.bind(("127.0.0.1", port))
     finally:
-        proc.terminate()
-        proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
