@@ -8,7 +8,6 @@ input on stdin, in a temporary HOME/SCALPEL_HOME, and prints min/median/p90 in m
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from scalpel_desktop.service import hook_logic, hooks
-from scalpel_desktop.service.settings_file import ClaudeSettings, SettingsError, settings_path
+from scalpel_desktop.service.settings_file import SettingsError, settings_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = "Project notes\n=============\nTODO: fix the greeting\nThe app prints a greeting.\n"
