@@ -1,4 +1,4 @@
-"""macOS: two launchd agents, the proxy (kept alive) and the tray (at login)."""
+"""macOS: two launchd agents, the proxy (KeepAlive: back after any exit) and the tray (at login)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class LaunchdBackend(ServiceBackend):
     def files(self) -> dict[Path, bytes]:
         log = str(dirs().logs / "service.log")
         return {
-            self._plist(PROXY_LABEL): render_launchd_plist(PROXY_LABEL, python_launch("start"), log),
+            self._plist(PROXY_LABEL): render_launchd_plist(PROXY_LABEL, python_launch("start"), log, always_restart=True),
             self._plist(TRAY_LABEL): render_launchd_plist(TRAY_LABEL, python_launch("tray"), log),
         }
 

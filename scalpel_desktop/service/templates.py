@@ -91,9 +91,13 @@ def render_desktop_entry(launch: Launch, icon: str) -> str:
 
 
 # -- launchd ---------------------------------------------------------------
-def render_launchd_plist(label: str, launch: Launch, log_path: str) -> bytes:
+def render_launchd_plist(label: str, launch: Launch, log_path: str, *, always_restart: bool = False) -> bytes:
+    """``always_restart``: ``KeepAlive`` true (the proxy: back after any exit while
+    autopilot is on); else back only after a crash (the tray: Quit means quit)."""
     doc = plistlib.loads(template("launchd-agent.plist").encode("utf-8"))
     doc["Label"] = label
+    if always_restart:
+        doc["KeepAlive"] = True
     doc["ProgramArguments"] = launch.argv
     doc["EnvironmentVariables"] = {**launch.env, "PYTHONUNBUFFERED": "1"}
     doc["StandardOutPath"] = log_path
@@ -108,9 +112,16 @@ def _windows_args(args: tuple[str, ...]) -> str:
     return subprocess.list2cmdline(list(args))
 
 
-def render_windows_task(task_name: str, description: str, launch: Launch, user_id: str) -> str:
-    """Task XML (text; written as UTF-16 as schtasks expects)."""
+#: Task Scheduler has no "restart on any exit": the proxy's logon trigger repeats
+#: every minute, and MultipleInstancesPolicy=IgnoreNew makes a repeat a no-op
+#: while the proxy runs, so an exited proxy is back within a minute.
+WINDOWS_REPEAT = "<Repetition><Interval>PT1M</Interval><StopAtDurationEnd>false</StopAtDurationEnd></Repetition>"
+
+
+def render_windows_task(task_name: str, description: str, launch: Launch, user_id: str, *, always_restart: bool = False) -> str:
+    """Task XML (text; written as UTF-16 as schtasks expects). ``always_restart``: see WINDOWS_REPEAT."""
     text = template("windows-task.xml")
+    text = text.replace("@REPETITION@", WINDOWS_REPEAT if always_restart else "")
     values = {
         "@DESCRIPTION@": description,
         "@TASK_NAME@": task_name,

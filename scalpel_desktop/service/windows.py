@@ -33,7 +33,8 @@ class WindowsBackend(ServiceBackend):
 
     def files(self) -> dict[Path, bytes]:
         uid = _user_id()
-        proxy = render_windows_task(PROXY_TASK, "scalpel-desktop proxy at logon", python_launch("start", windowless=True), uid)
+        proxy = render_windows_task(PROXY_TASK, "scalpel-desktop proxy at logon", python_launch("start", windowless=True), uid,
+                                    always_restart=True)
         tray = render_windows_task(TRAY_TASK, "scalpel-desktop tray at logon", python_launch("tray", windowless=True), uid)
         return {self._xml(PROXY_TASK): proxy.encode("utf-16"), self._xml(TRAY_TASK): tray.encode("utf-16")}
 

@@ -38,6 +38,18 @@ def test_systemd_unit_passes_systemd_analyze_verify(isolated_home, tmp_path):
     text = unit.read_text()
     assert f"Environment=SCALPEL_HOME={os.environ['SCALPEL_HOME']}" in text
     assert "ExecStart=" in text and "-m scalpel_desktop start" in text
+    # Autopilot's proxy comes back after any exit, and systemd never gives up on it.
+    assert "\nRestart=always\n" in text and "\nStartLimitIntervalSec=0\n" in text
+
+
+def test_systemd_analyze_verify_speaks_up_on_a_bad_unit(isolated_home, tmp_path):
+    """The check above fails on any output: show that a planted mistake produces some."""
+    require(shutil.which("systemd-analyze") is not None, "systemd-analyze (Debian package systemd)")
+    unit = tmp_path / templates.UNIT_NAME
+    unit.write_text(templates.render_systemd_unit(templates.python_launch("start")).replace("Restart=always", "Restart=sometimes"))
+    cp = subprocess.run(["systemd-analyze", "--user", "verify", "--man=no", str(unit)],
+                        capture_output=True, text=True, env={**os.environ}, timeout=60)
+    assert "sometimes" in cp.stdout + cp.stderr
 
 
 def test_systemd_unit_quotes_paths_with_spaces():
@@ -72,7 +84,9 @@ def test_launchd_plists_parse_with_the_right_keys(isolated_home):
         assert path.name == f"{doc['Label']}.plist"
         assert isinstance(doc["ProgramArguments"], list) and all(isinstance(a, str) for a in doc["ProgramArguments"])
         assert doc["ProgramArguments"][1:3] == ["-m", "scalpel_desktop"]
-        assert doc["RunAtLoad"] is True and doc["KeepAlive"] == {"SuccessfulExit": False}
+        # The proxy comes back after any exit; the tray only after a crash (Quit means quit).
+        keep_alive = True if doc["ProgramArguments"][-1] == "start" else {"SuccessfulExit": False}
+        assert doc["RunAtLoad"] is True and doc["KeepAlive"] == keep_alive
         assert doc["EnvironmentVariables"]["SCALPEL_HOME"] == os.environ["SCALPEL_HOME"]
         assert isinstance(doc["StandardErrorPath"], str)
     assert {plistlib.loads(d)["ProgramArguments"][-1] for d in files.values()} == {"start", "tray"}
@@ -90,6 +104,12 @@ def test_windows_task_xml_parses(isolated_home):
         args = root.find("t:Actions/t:Exec/t:Arguments", ns).text
         assert command and args.startswith("-m scalpel_desktop ")
         assert root.find("t:Settings/t:ExecutionTimeLimit", ns).text == "PT0S"
+        assert root.find("t:Settings/t:MultipleInstancesPolicy", ns).text == "IgnoreNew"
+        repeat = root.find("t:Triggers/t:LogonTrigger/t:Repetition/t:Interval", ns)
+        if args.endswith(" start"):  # the proxy: re-run every minute, a no-op while it runs
+            assert repeat is not None and repeat.text == "PT1M"
+        else:  # the tray: Quit means quit
+            assert repeat is None
 
 
 def test_windows_task_escapes_xml_characters():
