@@ -145,9 +145,7 @@ def on(timeout: float = 30.0, backend: ServiceBackend | None = None) -> Autopilo
     outcome = backend.enable()
     if not outcome.ok:
         rollback(f"the login service ({backend.name}) could not be installed: {outcome.message}")
-    pid_of = getattr(backend, "pid", None)
-    still = (lambda: pid_of() is not None) if callable(pid_of) else (lambda: True)
-    if wait_healthy(port, timeout, still) is None:
+    if wait_healthy(port, timeout, backend.still_starting) is None:
         log = home_relative(dirs().logs)
         rollback(f"the proxy did not answer its health check on 127.0.0.1:{port} within {timeout:g} s (logs: {log})")
 
