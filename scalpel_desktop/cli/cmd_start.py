@@ -45,7 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="Machine-readable output (running, port, pid, requests, ...).")
     s.set_defaults(func=_status)
 
-    st = sub.add_parser("stop", help="Stop the running proxy.", description="Stop the running proxy (through its control API) and wait until it has exited.")
+    st = sub.add_parser(
+        "stop",
+        help="Stop the running proxy.",
+        description="Stop the running proxy (through its control API) and wait until it has exited; a tray that ran it "
+        "quits with it. With autopilot on it refuses: Claude Code's settings point at the proxy and its login service "
+        "restarts it, so use `scalpel autopilot off` (settings restored first, then the service stopped and removed) "
+        "or `scalpel pause` (pass-through, still serving).",
+    )
     st.add_argument("--timeout", type=float, default=10.0, help="Seconds to wait for it to exit (default 10).")
     st.set_defaults(func=_stop)
 
@@ -230,9 +237,19 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+AUTOPILOT_STOP_REFUSAL = (
+    "autopilot is on: Claude Code's settings point at this proxy and its login service restarts it, "
+    "so `stop` would strand Claude Code or be undone at once. `scalpel autopilot off` restores the settings first, "
+    "then stops and removes the service; `scalpel pause` keeps it serving as pure pass-through."
+)
+
+
 def _stop(args: argparse.Namespace) -> int:
     from scalpel_desktop.control_client import ControlError, ProxyNotRunning, pid_alive
+    from scalpel_desktop.service import autopilot
 
+    if autopilot.is_on():
+        raise CliError(AUTOPILOT_STOP_REFUSAL)
     try:
         client = _client()
         pid = client.pid

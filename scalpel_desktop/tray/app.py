@@ -6,6 +6,11 @@ Who owns the proxy:
   start``): the tray *attaches* and acts through the control API;
 - else the tray starts its own ``Runtime`` (which serves from its own thread).
 
+``scalpel stop`` while the tray owns the proxy: the proxy stops through the
+control API, and the tray quits with it (the same Quit as the menu's), so
+``stop`` sees the process end at once and no tray is left with nothing to
+control. A tray attached to another proxy shows it as off.
+
 Quit (SPEC section 8: never leave Claude Code pointing at a dead port):
 with autopilot on, the proxy belongs to the login service, so Quit closes
 the tray and the service keeps serving. A proxy the tray owns is stopped,
@@ -39,6 +44,9 @@ class TrayLink:
     def __init__(self, runtime_factory=None):
         self.runtime = None
         self._runtime_factory = runtime_factory or _default_runtime
+        #: Called (from a watcher thread) when the tray's own proxy was stopped by
+        #: someone else: ``scalpel stop`` through the control API.
+        self.on_stopped_elsewhere = None
 
     # -- ownership ------------------------------------------------------------
     def _client(self):
@@ -62,6 +70,20 @@ class TrayLink:
         rt = self._runtime_factory()
         rt.start()
         self.runtime = rt
+        threading.Thread(target=self._watch, args=(rt,), name="scalpel-tray-watch", daemon=True).start()
+
+    def _watch(self, rt) -> None:
+        """Wait for ``rt`` to stop; if the tray did not stop it itself, tell the tray."""
+        rt.wait()
+        if self.runtime is rt:  # stop_own() forgets the runtime before stopping it
+            self.runtime = None
+            log.info("the tray's proxy was stopped from outside (scalpel stop)")
+            callback = self.on_stopped_elsewhere
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:  # noqa: BLE001
+                    log.exception("reacting to the proxy's stop failed")
 
     def stop_own(self) -> None:
         rt, self.runtime = self.runtime, None
@@ -149,6 +171,7 @@ class TrayApp:
         self._stop = threading.Event()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-tray-cmd")
         self.dispatcher = dispatcher or Dispatcher(link, on_quit=self._quit, on_change=self._apply)
+        link.on_stopped_elsewhere = self._quit  # `scalpel stop` ends the tray with its proxy
         self.dispatcher.refresh()
         state = self.dispatcher.state
         menu = build_pystray_menu(pystray, lambda: self.dispatcher.state, self.emit)

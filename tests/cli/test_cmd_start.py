@@ -166,3 +166,22 @@ def test_the_live_line_of_start_shows_todays_saving():
         proc.terminate()
         proc.wait(timeout=30)
         os.close(master)
+
+
+def test_stop_with_autopilot_on_refuses_and_names_the_command_that_does(process_service):
+    """Stopping autopilot's proxy would strand Claude Code (and Restart=always would undo it)."""
+    from scalpel_desktop.service import autopilot
+    from scalpel_desktop.service.probe import health
+    from scalpel_desktop.service.settings_file import settings_path
+
+    port = process_service
+    autopilot.on(timeout=30)
+    try:
+        before = settings_path().read_bytes()
+        cp = scalpel("stop")
+        assert cp.returncode == 1 and cp.stdout == ""
+        assert "autopilot is on" in cp.stderr and "`scalpel autopilot off` restores the settings first" in cp.stderr
+        assert health(port) is not None and settings_path().read_bytes() == before
+    finally:
+        autopilot.off()
+    assert health(port) is None

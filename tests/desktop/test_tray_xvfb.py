@@ -146,6 +146,15 @@ def test_real_tray_menu_under_xvfb(isolated_home, tmp_path, request):
         _xdo(env, "key", "Up", "Return")
         assert tray.wait(30) == 0
         assert _status(env)["running"] is False
+
+        # `scalpel stop` while the tray owns the proxy: the tray quits with it.
+        tray = subprocess.Popen(["dbus-run-session", "--", sys.executable, "-m", "scalpel_desktop", "tray"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        pid = _wait(lambda: _status(env).get("pid"), "the second tray's proxy")
+        stop = subprocess.run([sys.executable, "-m", "scalpel_desktop", "stop"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert stop.returncode == 0 and stop.stdout == f"scalpel stopped (pid {pid})\n", stop.stdout + stop.stderr
+        assert tray.wait(30) == 0
     finally:
         _stop(tray, group=True)
         _stop(trayer)

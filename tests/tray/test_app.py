@@ -44,7 +44,32 @@ def test_tray_owns_a_proxy_and_quit_stops_it(pystray_dummy, own_runtime_link):
     assert health(port) is None and not link.owns_proxy
 
 
-def test_quit_with_autopilot_on_keeps_the_service_and_the_settings(pystray_dummy, process_service):  # noqa: F811
+def test_scalpel_stop_ends_the_tray_with_its_proxy(pystray_dummy, own_runtime_link, capsys):
+    """`scalpel stop` stops the tray's own proxy through the control API; the tray quits with it,
+    so stop sees the process's proxy gone at once instead of waiting and saying it still runs."""
+    from scalpel_desktop.cli import main
+
+    link = own_runtime_link
+    assert link.attach_or_start() == "owned"
+    port = link.runtime.port
+    app = TrayApp(pystray_dummy, link)
+    done = threading.Event()
+
+    def stopper():
+        app.icon.ready.wait(30)
+        main(["stop", "--timeout", "0"])  # this process stays alive: do not wait for it
+        done.set()
+
+    t = threading.Thread(target=stopper)
+    t.start()
+    app.run()  # returns once the watcher has quit the tray
+    t.join(30)
+    assert done.is_set() and health(port) is None and not link.owns_proxy
+    assert app.dispatcher.history == []  # no menu command: the stop came from outside
+    assert app._stop.is_set()
+
+
+def test_quit_with_autopilot_on_keeps_the_service_and_the_settings(pystray_dummy, process_service):
     port = process_service
     path = settings_path()
     autopilot.on(timeout=30)
@@ -87,7 +112,7 @@ def test_quit_restores_settings_that_point_at_a_port_nobody_will_serve(pystray_d
     assert path.read_bytes() == original
 
 
-def test_toggle_autopilot_from_the_tray_hands_the_port_over_and_back(pystray_dummy, process_service):  # noqa: F811
+def test_toggle_autopilot_from_the_tray_hands_the_port_over_and_back(pystray_dummy, process_service):
     from scalpel_desktop.runtime import Runtime
     from scalpel_desktop.service.process_backend import ProcessBackend
 
