@@ -4,6 +4,8 @@ Import-light on purpose: Claude Code runs these on every tool call, so this
 module imports only the standard library at the top (no aiohttp, textual,
 orjson, not even the CLI parser) and answers in a few tens of ms. Every event
 exits 0 and prints nothing on any error: a hook must never break a session.
+The one output besides PreToolUse's decision: SessionStart's
+``{"systemMessage": ...}`` when Claude Code's base URL answers nowhere.
 
 Events (argument): ``pre-tool-use``, ``post-tool-use``, ``session-start``,
 ``statusline``. The decisions live in ``service/hooks.py`` (reads) and
@@ -37,8 +39,8 @@ def run(event: str, payload: dict) -> str | None:
         hook_logic.post_tool_use(payload)
         return None
     if event == "session-start":
-        hook_logic.session_start(payload)
-        return None
+        message = hook_logic.session_start(payload)  # Claude Code shows systemMessage in the session
+        return json.dumps({"systemMessage": message}) if message else None
     return None
 
 

@@ -13,8 +13,8 @@ full (state under ``dirs().state/hooks``); Edit/Write/MultiEdit/NotebookEdit
 forget the file.
 
 SessionStart: "clear" and "compact" forget the session's reads (the context
-no longer holds them); when autopilot is on and no proxy answers, start the
-login service (no waiting: the hook must answer fast).
+no longer holds them); then ``session_guard.check()``: a dead proxy is brought
+back (autopilot's service), or the session is told (``systemMessage``).
 """
 
 from __future__ import annotations
@@ -176,35 +176,14 @@ def pre_tool_use(payload: dict) -> dict | None:
     }
 
 
-def session_start(payload: dict) -> None:
+def session_start(payload: dict) -> str | None:
+    """Forget reads on clear/compact; then the base URL check (a message for the session, or None)."""
     session = payload.get("session_id")
     if isinstance(session, str) and payload.get("source") in ("clear", "compact"):
         try:
             _session_file(session).unlink()
         except OSError:
             pass
-    start_proxy_if_needed()
+    from scalpel_desktop.service import session_guard
 
-
-def start_proxy_if_needed() -> str:
-    """Start the login service when autopilot is on and nothing answers; returns what it did."""
-    from scalpel_desktop.paths import dirs
-
-    try:
-        state = json.loads((dirs().state / "autopilot.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "autopilot off"
-    if not isinstance(state, dict) or not state.get("enabled"):
-        return "autopilot off"
-    from scalpel_desktop.service.probe import health
-
-    port = int(state.get("port") or 4242)
-    if health(port, timeout=0.5) is not None:
-        return "running"
-    from scalpel_desktop.service.autostart import choose_backend
-
-    backend = choose_backend()
-    if not backend.enabled():
-        return "service not installed"
-    outcome = backend.start()
-    return "started" if outcome.ok else f"failed: {outcome.message}"
+    return session_guard.check()

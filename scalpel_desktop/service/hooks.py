@@ -83,6 +83,10 @@ def _strip_ours(doc: dict) -> None:
         doc.pop("hooks", None)
 
 
+#: SessionStart may wait for a dead proxy to come back (service/session_guard.py).
+SESSION_START_TIMEOUT_S = 30
+
+
 def install_hooks(settings: ClaudeSettings | None = None) -> dict:
     settings = settings or ClaudeSettings()
 
@@ -96,7 +100,8 @@ def install_hooks(settings: ClaudeSettings | None = None) -> dict:
             group: dict = {}
             if matcher:
                 group["matcher"] = matcher
-            group["hooks"] = [{"type": "command", "command": command_for(arg), "timeout": 10}]
+            timeout = SESSION_START_TIMEOUT_S if event == "SessionStart" else 10
+            group["hooks"] = [{"type": "command", "command": command_for(arg), "timeout": timeout}]
             existing = hooks.get(event)
             hooks[event] = (existing if isinstance(existing, list) else []) + [group]
         return {}

@@ -1,0 +1,116 @@
+"""At session start, make sure Claude Code's base URL answers: bring a dead proxy back, or say so.
+
+The SessionStart hook runs before Claude Code's first request, with Claude
+Code's own environment (settings.json's ``env`` applied), so
+``ANTHROPIC_BASE_URL`` here is the URL this session will use. When it is
+scalpel's and nothing answers:
+
+- autopilot on and its login service installed: start the service and wait
+  (bounded by ``WAIT_S``, inside the hook's 30 s timeout) until it answers;
+- otherwise, or when it does not come back: return a one-paragraph message
+  that ``hooks_entry`` prints as the hook's ``systemMessage``, which Claude
+  Code shows in the session ("SessionStart:startup says: ...") with the way
+  out: `scalpel autopilot off` restores the settings, `scalpel doctor` tells
+  what is wrong.
+
+Any other loopback base URL where nothing listens gets the same warning (the
+session would hang on retries with no word). Stdlib only, imported lazily by
+the hook; the normal path is one health check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Mapping
+from urllib.parse import urlsplit
+
+WAIT_S = 20.0
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _autopilot_state() -> dict:
+    from scalpel_desktop.paths import dirs
+
+    try:
+        state = json.loads((dirs().state / "autopilot.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _loopback_port(url: str) -> int | None:
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return port if host in LOOPBACK else None
+
+
+def listening(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def start_proxy_if_needed(port: int | None = None, wait_s: float = WAIT_S) -> str:
+    """With autopilot on and nothing answering: start the login service and wait for health.
+
+    Returns what happened: ``autopilot off``, ``running``, ``service not installed``,
+    ``started``, or ``failed: <why>``."""
+    state = _autopilot_state()
+    if not state.get("enabled"):
+        return "autopilot off"
+    from scalpel_desktop.service.probe import health, wait_healthy
+
+    port = port or int(state.get("port") or 4242)
+    if health(port, timeout=0.5) is not None:
+        return "running"
+    from scalpel_desktop.service.autostart import choose_backend
+
+    backend = choose_backend()
+    if not backend.enabled():
+        return "service not installed"
+    outcome = backend.start()
+    if not outcome.ok:
+        return f"failed: {outcome.message or 'the service manager gave no reason'}"
+    if wait_healthy(port, wait_s, backend.still_starting) is None:
+        return f"failed: the {backend.name} service did not answer within {wait_s:g} s"
+    return "started"
+
+
+def check(env: Mapping[str, str] | None = None, wait_s: float = WAIT_S) -> str | None:
+    """The message to show in the session, or None when the base URL answers (or is not local)."""
+    env = os.environ if env is None else env
+    state = _autopilot_state()
+    url = env.get("ANTHROPIC_BASE_URL") or ""
+    autopilot_port = int(state.get("port") or 4242) if state.get("enabled") else None
+    port = _loopback_port(url) if url else autopilot_port
+    if port is None:
+        return None
+    from scalpel_desktop.service.probe import base_url, health
+
+    if health(port, timeout=0.5) is not None:
+        return None
+    if port == autopilot_port:
+        result = start_proxy_if_needed(port, wait_s)
+        if result in ("running", "started"):
+            return None
+        return (
+            f"scalpel: nothing answers at {base_url(port)}, where Claude Code's settings send this session, and "
+            f"autopilot's login service could not bring the proxy back ({result.removeprefix('failed: ')}). "
+            "Requests from this session will fail. Run `scalpel autopilot off` to restore Claude Code's settings, "
+            "then restart Claude Code; `scalpel doctor` says what is wrong."
+        )
+    if listening(port):
+        return None  # something else (a gateway) listens there: not ours to judge
+    where = url or base_url(port)
+    return (
+        f"scalpel: nothing answers at {where} (ANTHROPIC_BASE_URL), so requests from this session will fail. "
+        "Start the proxy (`scalpel start`, or `scalpel tray`), or unset ANTHROPIC_BASE_URL (shell or "
+        "settings.json env), then restart Claude Code; `scalpel doctor` says what is wrong."
+    )
