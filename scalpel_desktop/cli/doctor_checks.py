@@ -45,14 +45,36 @@ def _running_port() -> int | None:
 
 
 def _port_free(port: int) -> bool:
+    """Can the proxy bind here? With SO_REUSEADDR, as aiohttp binds: sockets in TIME_WAIT
+    (a proxy just stopped) do not count as taken, only a program that holds or listens."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        if hasattr(socket, "SO_REUSEADDR") and sys.platform != "win32":  # on Windows it would allow a double bind
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
         return True
     except OSError:
         return False
     finally:
         s.close()
+
+
+def _answers(url: str) -> bool | None:
+    """Does anything listen at a loopback URL? None for a URL that is not loopback (not probed)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    try:
+        with socket.create_connection(("::1" if host == "::1" else "127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
@@ -88,6 +110,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
                          "" if free else "free the port or choose another: `scalpel config set port N`"))
     settings = ClaudeSettings()
     where = home_relative(settings.path)
+    url = None
     try:
         doc = settings.load()
         url = get_path(doc, ("env", "ANTHROPIC_BASE_URL"))
@@ -100,14 +123,14 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
         elif url:
             out.append(Check("Claude Code", "info", f"{where} routes to {url} (not scalpel)",
                              "`scalpel autopilot on` makes that URL scalpel's upstream and routes through scalpel"))
+        elif os.environ.get("ANTHROPIC_BASE_URL"):
+            out.append(Check("Claude Code", "info", f"{where} does not set ANTHROPIC_BASE_URL: Claude Code uses this shell's (see environment)"))
         else:
             out.append(Check("Claude Code", "info", f"{where} does not set ANTHROPIC_BASE_URL (direct to the API)",
                              "`scalpel autopilot on`, or `export ANTHROPIC_BASE_URL=http://127.0.0.1:%d` per shell" % port))
     except Exception as e:  # noqa: BLE001 - SettingsError
         out.append(Check("Claude Code", "fail", str(e), f"fix the JSON in {where}; scalpel will not edit it until it parses"))
-    if os.environ.get("ANTHROPIC_BASE_URL") and not is_scalpel_url(os.environ["ANTHROPIC_BASE_URL"], port):
-        out.append(Check("environment", "warn", f"ANTHROPIC_BASE_URL={os.environ['ANTHROPIC_BASE_URL']} in this shell",
-                         "settings.json's env wins inside Claude Code; unset it if that is not what you want"))
+    out.extend(_shell_base_url(port, answer is not None, url, where))
     backend = choose_backend()
     installed = backend.enabled()
     if state.get("enabled"):
@@ -151,3 +174,28 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
             out.append(Check("tray", "warn", "PyGObject or the GTK 3 typelib missing: the tray has no menu on Linux",
                              "pip install 'scalpel-desktop[gtk]' (and gir1.2-gtk-3.0 gir1.2-ayatanaappindicator3-0.1)"))
     return out
+
+
+def _shell_base_url(port: int, proxy_answers: bool, settings_url: object, where: str) -> list[Check]:
+    """The shell's ANTHROPIC_BASE_URL: where Claude Code started from this shell goes, unless settings.json sets one."""
+    from scalpel_desktop.service.probe import is_scalpel_url
+
+    env_url = os.environ.get("ANTHROPIC_BASE_URL")
+    if not env_url:
+        return []
+    if isinstance(settings_url, str) and settings_url:
+        if settings_url == env_url:
+            return []
+        return [Check("environment", "info", f"ANTHROPIC_BASE_URL={env_url} in this shell",
+                      f"{where} sets ANTHROPIC_BASE_URL={settings_url}, which wins inside Claude Code")]
+    alive = proxy_answers if is_scalpel_url(env_url, port) else _answers(env_url)
+    if alive is False:
+        return [Check("environment", "fail",
+                      f"ANTHROPIC_BASE_URL={env_url} in this shell, where nothing answers: Claude Code started from "
+                      "this shell cannot reach the API (it retries, then gives up)",
+                      "start the proxy (`scalpel start`, `scalpel tray`) or `unset ANTHROPIC_BASE_URL` "
+                      "(and remove it from your shell profile)")]
+    if is_scalpel_url(env_url, port):
+        return [Check("environment", "ok", f"ANTHROPIC_BASE_URL={env_url} in this shell routes Claude Code through scalpel")]
+    return [Check("environment", "info", f"ANTHROPIC_BASE_URL={env_url} in this shell: Claude Code started here goes there",
+                  "`scalpel autopilot on` makes that URL scalpel's upstream and routes through scalpel")]

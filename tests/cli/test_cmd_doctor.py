@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scalpel_desktop.cli import main
 from scalpel_desktop.service import autopilot, hooks
 from scalpel_desktop.service.settings_file import settings_path
@@ -68,3 +70,84 @@ def test_doctor_reports_the_tray_as_the_tray_itself_would_choose(isolated_home, 
         monkeypatch.setattr(backend, "gtk_available", lambda a=available: a)
         _, checks = _doctor(capsys)
         assert checks["tray"]["status"] == status
+
+
+def _port_in_time_wait() -> int:
+    """A port whose only trace is a server-side socket in TIME_WAIT (what a stopped proxy leaves)."""
+    import socket
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = listener.accept()
+    conn.close()  # the server closes first: its side goes to TIME_WAIT
+    client.recv(1)
+    client.close()
+    listener.close()
+    return port
+
+
+def _set_port(port: int) -> None:
+    from scalpel_desktop.config import Config
+
+    cfg = Config.load()
+    cfg.set("port", port)
+    cfg.save()
+
+
+def test_doctor_port_is_free_right_after_a_stop_despite_time_wait(isolated_home, capsys):
+    import socket
+
+    port = _port_in_time_wait()
+    with socket.socket() as plain, pytest.raises(OSError):
+        plain.bind(("127.0.0.1", port))  # the precondition: a plain bind would say "taken"
+    _set_port(port)
+    rc, checks = _doctor(capsys)
+    assert checks["port"]["status"] == "ok" and "is free" in checks["port"]["detail"]
+    from scalpel_desktop.runtime import Runtime
+
+    rt = Runtime().start()  # and scalpel really starts there
+    try:
+        assert rt.port == port
+    finally:
+        rt.stop()
+
+
+def test_doctor_port_taken_by_a_listener_fails(isolated_home, capsys):
+    import socket
+
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        _set_port(other.getsockname()[1])
+        rc, checks = _doctor(capsys)
+    assert rc == 1 and checks["port"]["status"] == "fail" and "taken by another program" in checks["port"]["detail"]
+
+
+def test_doctor_is_loud_when_the_shell_base_url_points_at_nothing(isolated_home, capsys, monkeypatch):
+    from tests.support import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", dead)
+    rc, checks = _doctor(capsys)
+    env = checks["environment"]
+    assert rc == 1 and env["status"] == "fail"
+    assert dead in env["detail"] and "Claude Code started from this shell cannot reach the API" in env["detail"]
+    assert "unset ANTHROPIC_BASE_URL" in env["fix"]
+    assert "wins" not in json.dumps(checks)  # settings.json sets no such value: nothing of it "wins"
+    assert "direct to the API" not in checks["Claude Code"]["detail"]
+
+
+def test_doctor_says_settings_wins_only_when_settings_sets_the_url(isolated_home, capsys, monkeypatch):
+    from tests.support import free_port
+
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": "https://gateway.example.com"}}))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    rc, checks = _doctor(capsys)
+    env = checks["environment"]
+    assert env["status"] == "info" and "https://gateway.example.com, which wins inside Claude Code" in env["fix"]
