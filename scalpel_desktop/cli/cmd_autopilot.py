@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     on = asub.add_parser("on", help="Install and start the login service, then point Claude Code at it.",
                          description="Install and start the login service, then point Claude Code at it.")
     on.add_argument("--timeout", type=float, default=30.0, help="Seconds to wait for the health check (default 30).")
+    on.add_argument("--session-hook", action="store_true",
+                    help="No login service (containers, WSL without systemd): install Claude Code's hooks and let "
+                    "the SessionStart hook start the proxy whenever a session begins.")
     on.add_argument("--json", action="store_true", help="Machine-readable output.")
     on.set_defaults(func=_on)
     off = asub.add_parser("off", help="Restore Claude Code's settings, then stop and remove the service.",
@@ -63,7 +66,7 @@ def _run(fn, args):
 def _on(args: argparse.Namespace) -> int:
     from scalpel_desktop.service import autopilot
 
-    return _run(lambda: autopilot.on(timeout=args.timeout), args)
+    return _run(lambda: autopilot.on(timeout=args.timeout, session_hook=args.session_hook), args)
 
 
 def _off(args: argparse.Namespace) -> int:

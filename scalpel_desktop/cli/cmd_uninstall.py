@@ -51,6 +51,8 @@ def _uninstall(args: argparse.Namespace) -> int:
             done.append("hooks removed")
         if hooks.uninstall_statusline(settings):
             done.append("statusLine restored")
+        if settings.remove_backup():  # everything restored: the copy of the file as it was is not needed
+            done.append(f"removed the backup {home_relative(settings.backup_path)}")
     except (SettingsError, autopilot.AutopilotError) as e:
         raise CliError(f"{e} (uninstall stopped; nothing else was changed)") from None
     for line in done or ["no autopilot, hooks or statusLine were installed"]:

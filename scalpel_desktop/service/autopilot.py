@@ -25,13 +25,20 @@ from typing import Any
 
 from scalpel_desktop.paths import dirs, home_relative
 from scalpel_desktop.service.autostart import choose_backend
-from scalpel_desktop.service.base import ServiceBackend
+from scalpel_desktop.service.base import ServiceBackend, ServiceResult
 from scalpel_desktop.service.probe import base_url, health, is_scalpel_url, wait_healthy
 from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
 
 FEATURE = "autopilot"
 KEY = ("env", "ANTHROPIC_BASE_URL")
 TOOL_SEARCH_KEY = ("env", "ENABLE_TOOL_SEARCH")
+
+
+NO_SERVICE_MANAGER_WAY = (
+    "Without a systemd user bus (a container, WSL without systemd): `scalpel autopilot on --session-hook` "
+    "routes Claude Code through scalpel anyway, and the SessionStart hook starts the proxy whenever a Claude "
+    "Code session begins."
+)
 
 
 class AutopilotError(Exception):
@@ -99,7 +106,12 @@ def _restore_upstream(state: dict) -> None:
     cfg.save()
 
 
-def on(timeout: float = 30.0, backend: ServiceBackend | None = None) -> AutopilotStatus:
+def on(timeout: float = 30.0, backend: ServiceBackend | None = None, session_hook: bool = False) -> AutopilotStatus:
+    """``session_hook``: no login service; the SessionStart hook starts the proxy (session_hook_backend.py)."""
+    if session_hook and backend is None:
+        from scalpel_desktop.service.session_hook_backend import SessionHookBackend
+
+        backend = SessionHookBackend()
     settings = ClaudeSettings()
     doc = settings.load()  # SettingsError on a file that does not parse: nothing touched yet
     cfg = _config()
@@ -137,12 +149,15 @@ def on(timeout: float = 30.0, backend: ServiceBackend | None = None) -> Autopilo
             raise AutopilotError(f"the previous ANTHROPIC_BASE_URL cannot be used as upstream: {e}. Nothing was changed.") from None
         cfg.save()
 
-    def rollback(reason: str) -> None:
+    def rollback(reason: str, way_forward: str = "") -> None:
         backend.disable()
         _restore_upstream(new_state)
-        raise AutopilotError(f"{reason}; Claude Code's settings ({home_relative(settings.path)}) were left untouched and the service was removed.")
+        raise AutopilotError(f"{reason}; Claude Code's settings ({home_relative(settings.path)}) were left untouched "
+                             f"and the service was removed.{' ' + way_forward if way_forward else ''}")
 
     outcome = backend.enable()
+    if outcome.result is ServiceResult.UNSUPPORTED:
+        rollback(f"no service manager can run the proxy at login here ({outcome.message})", NO_SERVICE_MANAGER_WAY)
     if not outcome.ok:
         rollback(f"the login service ({backend.name}) could not be installed: {outcome.message}")
     if wait_healthy(port, timeout, backend.still_starting) is None:

@@ -8,10 +8,13 @@ login service here" (autopilot, the SessionStart hook, doctor, uninstall) ask
 
 ``SCALPEL_TEST_SERVICE_BACKEND=process`` (tests) selects ``ProcessBackend``,
 which starts a real ``scalpel start`` child and never touches a service manager.
+Autopilot turned on with ``--session-hook`` (no systemd user bus: containers,
+WSL) keeps ``SessionHookBackend``, recorded in autopilot's state.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -20,12 +23,28 @@ from scalpel_desktop.service.base import Runner, ServiceBackend
 TEST_BACKEND_ENV = "SCALPEL_TEST_SERVICE_BACKEND"
 
 
+def _chosen_at_on() -> str:
+    """The backend autopilot was turned on with (``autopilot.json``), e.g. ``session-hook``."""
+    from scalpel_desktop.paths import dirs
+
+    try:
+        state = json.loads((dirs().state / "autopilot.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(state.get("backend") or "") if isinstance(state, dict) else ""
+
+
 def choose_backend(runner: Runner | None = None) -> ServiceBackend:
-    """The backend for this OS, or the test backend when the test setting is on."""
+    """The backend for this OS, or the test backend when the test setting is on, or the
+    session-hook backend when autopilot was turned on with it (no service manager here)."""
     if os.environ.get(TEST_BACKEND_ENV, "") == "process":
         from scalpel_desktop.service.process_backend import ProcessBackend
 
         return ProcessBackend()
+    from scalpel_desktop.service.session_hook_backend import NAME, SessionHookBackend
+
+    if _chosen_at_on() == NAME:
+        return SessionHookBackend(runner)
     if sys.platform == "darwin":
         from scalpel_desktop.service.launchd import LaunchdBackend
 

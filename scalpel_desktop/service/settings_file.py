@@ -115,6 +115,22 @@ class ClaudeSettings:
     def feature_changes(self, feature: str) -> dict:
         return self.records().get("features", {}).get(feature, {})
 
+    @property
+    def backup_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".scalpel-backup")
+
+    def remove_backup(self) -> bool:
+        """Delete ``settings.json.scalpel-backup`` once no feature has a change left to restore; True when deleted."""
+        if any(self.records().get("features", {}).values()):
+            return False
+        try:
+            self.backup_path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise SettingsError(f"{self.backup_path}: cannot be removed ({e.strerror})") from None
+        return True
+
     # -- writing ---------------------------------------------------------
     def _write_records(self, data: dict) -> None:
         from scalpel_desktop.config import write_json_atomic
@@ -124,7 +140,7 @@ class ClaudeSettings:
     def _write_bytes(self, data: bytes | None, before: bytes | None) -> None:
         """Atomically replace the file (or delete it for None), backing up ``before``."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        backup = self.path.with_name(self.path.name + ".scalpel-backup")
+        backup = self.backup_path
         if before is not None:
             try:
                 shutil.copy2(self.path, backup)

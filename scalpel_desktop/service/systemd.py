@@ -20,6 +20,17 @@ def _xdg_config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or user_home() / ".config")
 
 
+#: What systemctl says where no systemd user instance runs (containers, WSL without systemd),
+#: or where systemctl itself is missing.
+NO_BUS_SIGNS = ("failed to connect to bus", "dbus_session_bus_address", "xdg_runtime_dir", "no medium found",
+                "system has not been booted with systemd", "systemctl: [errno 2]", "no such file or directory")
+
+
+def no_user_bus(message: str) -> bool:
+    m = (message or "").lower()
+    return any(sign in m for sign in NO_BUS_SIGNS)
+
+
 def tray_icon_path() -> Path:
     from scalpel_desktop.paths import dirs
 
@@ -56,7 +67,8 @@ class SystemdBackend(ServiceBackend):
         for argv in (["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", UNIT_NAME]):
             ok, msg = self._call(argv)
             if not ok:
-                return Outcome(ServiceResult.FAILED, f"`{' '.join(argv)}` failed: {msg or 'no message'}")
+                result = ServiceResult.UNSUPPORTED if no_user_bus(msg) else ServiceResult.FAILED
+                return Outcome(result, f"`{' '.join(argv)}` failed: {msg or 'no message'}")
         return Outcome(ServiceResult.ENABLED)
 
     def disable(self) -> Outcome:

@@ -20,11 +20,27 @@ def test_uninstall_restores_settings_byte_for_byte_and_keeps_data(isolated_home,
     hooks.install_hooks()
     hooks.install_statusline()
     assert path.read_bytes() != ORIGINAL
+    backup = path.with_name("settings.json.scalpel-backup")
+    assert backup.exists()
     assert main(["uninstall", "--yes"]) == 0
     assert path.read_bytes() == ORIGINAL
     assert ProcessBackend().pid() is None and not autopilot.is_on()
     assert dirs().config.exists()
-    assert "kept scalpel's data" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "kept scalpel's data" in out
+    assert not backup.exists() and "removed the backup ~/.claude/settings.json.scalpel-backup" in out
+
+
+def test_uninstall_keeps_the_backup_while_a_change_is_left_to_restore(isolated_home, capsys):
+    """An unparsable settings.json stops the restore: the backup stays, it may be all the user has."""
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(ORIGINAL)
+    hooks.install_hooks()
+    backup = path.with_name("settings.json.scalpel-backup")
+    path.write_bytes(b'{"hooks": ')
+    assert main(["uninstall", "--yes"]) == 1
+    assert backup.read_bytes() == ORIGINAL
 
 
 def test_uninstall_delete_data(isolated_home, capsys):
