@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "or skill__<name> (a skill listing entry). Applies to sessions that start "
                                    "afterwards while the filter is on.")
     rm.add_argument("name", metavar="NAME")
-    rm.add_argument("--force", action="store_true", help="Required to remove a Claude Code built-in.")
+    rm.add_argument("--force", action="store_true",
+                    help="Required to remove a Claude Code built-in, or a name no captured session has declared.")
     rm.add_argument("--now", action="store_true",
                     help="Also re-pin sessions already running (each re-writes its whole prompt cache once).")
     rm.set_defaults(func=_remove)
@@ -145,12 +146,12 @@ def _suggest(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from scalpel_desktop.tools.removals import NeedsForce, RemovalError, remove
+    from scalpel_desktop.tools.removals import NeedsForce, NeverSeen, RemovalError, remove
 
     store = _store()
     try:
-        res = remove(store, args.name, source="cli", force=args.force, now=args.now)
-    except NeedsForce as e:
+        res = remove(store, args.name, source="cli", force=args.force, now=args.now, require_seen=True)
+    except (NeedsForce, NeverSeen) as e:
         raise CliError(f"refusing: {e}") from None
     except RemovalError as e:
         raise CliError(str(e)) from None

@@ -1,7 +1,9 @@
 """Changing the removal list: the one place the CLI, tray, dashboard and control API go through.
 
 Every change is recorded with its time and source. Removing a Claude Code
-built-in needs ``force`` (``NeedsForce`` says what the model loses). Changes
+built-in needs ``force`` (``NeedsForce`` says what the model loses); so does,
+from the CLI, a name no captured session ever declared (``NeverSeen``: a typo
+like ``mcp__githb`` would otherwise do nothing forever). Changes
 apply to sessions that start afterwards; ``now=True`` also re-pins the sessions
 already pinned (each of them then re-writes its whole prompt cache once).
 """
@@ -30,6 +32,29 @@ class NeedsForce(RemovalError):
         )
 
 
+class NeverSeen(RemovalError):
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(
+            f"{name} is not in the tool inventory: no captured session declared it, so removing it would "
+            f"change nothing (a typo?). `scalpel tools ls` lists what sessions declare; pass --force to "
+            f"add it anyway (e.g. a tool you have not used through scalpel yet)."
+        )
+
+
+def seen(store: ToolStore, name: str) -> bool:
+    """Has any captured session declared ``name`` (for mcp__<server>: one of its tools), or is it a known built-in?"""
+    if name in tn.KNOWN_BUILTINS:
+        return True
+    if store.query("SELECT 1 FROM tool_declarations WHERE name = ? LIMIT 1", (name,)):
+        return True
+    if name.startswith(tn.MCP_PREFIX) and tn.mcp_server(name) is None:
+        prefix = name + "__"
+        return bool(store.query("SELECT 1 FROM tool_declarations WHERE substr(name, 1, ?) = ? LIMIT 1",
+                                (len(prefix), prefix)))
+    return False
+
+
 def builtin_loss(store: ToolStore, name: str) -> str | None:
     """What the model loses without built-in ``name``; None when it is not a built-in."""
     if name.startswith((tn.MCP_PREFIX, tn.SKILL_PREFIX)):
@@ -47,10 +72,14 @@ def builtin_loss(store: ToolStore, name: str) -> str | None:
     return None
 
 
-def remove(store: ToolStore, name: str, *, source: str, force: bool = False, now: bool = False) -> dict[str, Any]:
+def remove(store: ToolStore, name: str, *, source: str, force: bool = False, now: bool = False,
+           require_seen: bool = False) -> dict[str, Any]:
+    """``require_seen`` (the CLI, where names are typed): refuse a name the inventory never saw unless ``force``."""
     name = (name or "").strip()
     if not tn.valid_removal_name(name):
         raise RemovalError(f"{name!r} is not a tool name (use a declared name, mcp__<server>, or skill__<name>)")
+    if require_seen and not force and not seen(store, name):
+        raise NeverSeen(name)
     loss = builtin_loss(store, name)
     if loss is not None and not force:
         raise NeedsForce(name, loss)

@@ -29,10 +29,16 @@ def test_remove_restore_on_off_and_history(capsys):
     code, out, err = run(capsys, "tools", "remove", "Workflow")
     assert code == 1 and "refusing" in err and "the model loses running multi-step workflow scripts" in err
     assert run(capsys, "tools", "remove", "Workflow", "--force")[0] == 0
-    code, out, _ = run(capsys, "tools", "remove", "mcp__github")
+    code, _, err = run(capsys, "tools", "remove", "mcp__githb")  # a typo: no session ever declared it
+    assert code == 1 and "refusing: mcp__githb is not in the tool inventory" in err and "--force" in err
+    ToolStore.open().save_inventory("s0", "claude-cli/2.1.332", "claude-sonnet-4-5", 1_790_000_000.0,
+                                    [Declared("mcp__github__create_issue", "mcp", "github", 300)], [], new_request=True)
+    code, out, _ = run(capsys, "tools", "remove", "mcp__github")  # seen: one of the server's tools was declared
     assert code == 0 and "added to the removal list" in out and "once the filter is on" in out
     assert "already on" in run(capsys, "tools", "remove", "mcp__github")[1]
     assert run(capsys, "tools", "remove", "bad name!")[0] == 1
+    assert run(capsys, "tools", "remove", "mcp__notyet", "--force")[0] == 0  # --force: add it anyway
+    assert run(capsys, "tools", "restore", "mcp__notyet")[0] == 0
     assert run(capsys, "tools", "on")[0] == 0
     assert Config.load().get("tool_filter") is True
     assert "taken off" in run(capsys, "tools", "restore", "mcp__github")[1]
@@ -42,7 +48,8 @@ def test_remove_restore_on_off_and_history(capsys):
     code, out, _ = run(capsys, "tools", "history", "--json")
     rows = json.loads(out)
     assert [(r["action"], r["name"], r["source"]) for r in rows] == [
-        ("remove", "Workflow", "cli"), ("remove", "mcp__github", "cli"), ("on", "", "cli"),
+        ("remove", "Workflow", "cli"), ("remove", "mcp__github", "cli"), ("remove", "mcp__notyet", "cli"),
+        ("restore", "mcp__notyet", "cli"), ("on", "", "cli"),
         ("restore", "mcp__github", "cli"), ("off", "", "cli")]
     assert rows[0]["detail"] == "forced"
     code, out, _ = run(capsys, "tools", "history")

@@ -78,3 +78,32 @@ def test_set_enabled_records_only_a_change(store):
     assert removals.set_enabled(store, cfg, True, source="cli", save=False) == {"tool_filter": True, "changed": False}
     assert cfg.saved == 1 and cfg["tool_filter"] is True
     assert [h["action"] for h in store.history()] == ["on"]
+
+
+@pytest.fixture
+def seen_store(isolated_home):
+    s = ToolStore.open()
+    s.save_inventory("s1", "claude-cli/2.1.332", "claude-sonnet-4-5", 1_790_000_000.0,
+                     [Declared("mcp__github__create_issue", "mcp", "github", 300),
+                      Declared("skill__code-review", "skill", None, 40),
+                      Declared("Bash", "builtin", None, 900)], [], new_request=True)
+    yield s
+    s.close()
+
+
+def test_seen_names(seen_store):
+    assert removals.seen(seen_store, "mcp__github")  # a server: one of its tools was declared
+    assert removals.seen(seen_store, "mcp__github__create_issue")
+    assert removals.seen(seen_store, "skill__code-review") and removals.seen(seen_store, "Bash")
+    assert removals.seen(seen_store, "Workflow")  # a known Claude Code built-in, even before a capture
+    assert not removals.seen(seen_store, "mcp__githb") and not removals.seen(seen_store, "mcp__git")
+    assert not removals.seen(seen_store, "skill__nope") and not removals.seen(seen_store, "Bsh")
+
+
+def test_require_seen_refuses_unless_forced(seen_store):
+    with pytest.raises(removals.NeverSeen, match="mcp__githb is not in the tool inventory"):
+        removals.remove(seen_store, "mcp__githb", source="cli", require_seen=True)
+    assert "mcp__githb" not in seen_store.removals()
+    assert removals.remove(seen_store, "mcp__githb", source="cli", require_seen=True, force=True)["changed"]
+    # the control API and the tray keep accepting any valid name (they offer names from the inventory)
+    assert removals.remove(seen_store, "mcp__other", source="tray")["changed"]
