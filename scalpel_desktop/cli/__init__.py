@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if m.name.startswith("cmd_"):
             importlib.import_module(f"{__name__}.{m.name}").register(sub)
+    from scalpel_desktop.cli.help_groups import group_commands
+
+    group_commands(parser, sub)
     return parser
 
 
