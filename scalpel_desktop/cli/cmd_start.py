@@ -113,8 +113,10 @@ def _start(args: argparse.Namespace) -> int:
     return serve_foreground(_overrides(args), quiet=args.quiet)
 
 
-def serve_foreground(overrides: dict | None = None, quiet: bool = False) -> int:
-    """Run the proxy here until Ctrl-C, SIGTERM or ``scalpel stop`` (``start``, and ``scalpel`` with no tray)."""
+def serve_foreground(overrides: dict | None = None, quiet: bool = False, on_started=None) -> int:
+    """Run the proxy here until Ctrl-C, SIGTERM or ``scalpel stop`` (``start``, and ``scalpel`` with no tray).
+
+    ``on_started(runtime)`` runs once the proxy answers, before the banner."""
     import signal
 
     from scalpel_desktop.config import Config, ConfigError
@@ -143,6 +145,8 @@ def serve_foreground(overrides: dict | None = None, quiet: bool = False) -> int:
         pass
     live = sys.stdout.isatty() and not quiet
     try:
+        if on_started is not None:
+            on_started(rt)
         _print_banner(rt)
         while not rt.wait(1.0):
             if live:

@@ -1,8 +1,10 @@
 """``scalpel`` with no command: the tray where one can be shown, else the proxy in the foreground.
 
-The tray answers ``NoTrayBackend(reason)`` when this session can show no tray;
-the CLI then says why and runs ``start`` itself (``serve_foreground``), so
-the tray never builds the CLI's parser (no tray -> cli import).
+The tray answers ``NoTrayBackend(reason, hint)`` when this session can show no
+tray (no display, no PyGObject, no tray host on stock GNOME); the CLI then
+runs ``start`` itself (``serve_foreground``) and, once the proxy is up, says so
+in one line: why there is no tray, where the proxy runs, how to get the tray.
+The tray never builds the CLI's parser (no tray -> cli import).
 """
 
 from __future__ import annotations
@@ -11,15 +13,15 @@ import argparse
 import sys
 
 from scalpel_desktop.cli import CliError
-from scalpel_desktop.desktop_env.tray_host import has_display
+from scalpel_desktop.desktop_env.tray_host import NO_DISPLAY_HINT, has_display
 
 
 def run_default(args: argparse.Namespace) -> int:
     if has_display():
         return tray_or_foreground()
-    from scalpel_desktop.cli.cmd_start import serve_foreground
+    from scalpel_desktop.tray.app import NoTrayBackend
 
-    return serve_foreground()
+    return run_headless(NoTrayBackend("no display (DISPLAY/WAYLAND_DISPLAY unset)", NO_DISPLAY_HINT))
 
 
 def tray_or_foreground() -> int:
@@ -31,21 +33,31 @@ def tray_or_foreground() -> int:
     except TrayStartError as e:
         raise CliError(str(e)) from None
     if isinstance(result, NoTrayBackend):
-        return run_headless(result.reason)
+        return run_headless(result)
     return int(result or 0)
 
 
-def run_headless(reason: str) -> int:
-    """No tray here: say why, then serve in the foreground unless a proxy already answers."""
+def no_tray_line(no_tray, where: str) -> str:
+    hint = f" For the tray: {no_tray.hint}." if no_tray.hint else ""
+    return f"scalpel: no tray: {no_tray.reason}. {where}.{hint}"
+
+
+def run_headless(no_tray) -> int:
+    """No tray here: serve in the foreground (unless a proxy already answers), and say so in one line."""
     from scalpel_desktop.cli.cmd_start import serve_foreground
     from scalpel_desktop.control_client import ControlClient, ControlError
 
-    print(f"scalpel: {reason}; running headless (the proxy in the foreground).", file=sys.stderr)
     try:
         client = ControlClient.discover(timeout=2.0)
         client.health()
-        print(f"scalpel: a proxy already runs on 127.0.0.1:{client.port}; nothing to do.", file=sys.stderr)
+        print(no_tray_line(no_tray, f"A proxy already runs on http://127.0.0.1:{client.port}; nothing to do"),
+              file=sys.stderr, flush=True)
         return 0
     except ControlError:
         pass
-    return serve_foreground()
+
+    def started(rt) -> None:
+        where = f"The proxy runs in the foreground on http://127.0.0.1:{rt.port} (Ctrl-C stops it)"
+        print(no_tray_line(no_tray, where), file=sys.stderr, flush=True)
+
+    return serve_foreground(on_started=started)

@@ -166,13 +166,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     else:
         out.append(Check("Claude Code CLI", "info", "`claude` not on PATH"))
     if sys.platform.startswith("linux"):
-        from scalpel_desktop.desktop_env.tray_host import gtk_available  # the tray's own test, not a guess
-
-        if gtk_available():
-            out.append(Check("tray", "ok", "PyGObject and GTK 3 present (gtk/appindicator tray with a menu)"))
-        else:
-            out.append(Check("tray", "warn", "PyGObject or the GTK 3 typelib missing: the tray has no menu on Linux",
-                             "pip install 'scalpel-desktop[gtk]' (and gir1.2-gtk-3.0 gir1.2-ayatanaappindicator3-0.1)"))
+        out.append(_tray_check())
     return out
 
 
@@ -199,3 +193,17 @@ def _shell_base_url(port: int, proxy_answers: bool, settings_url: object, where:
         return [Check("environment", "ok", f"ANTHROPIC_BASE_URL={env_url} in this shell routes Claude Code through scalpel")]
     return [Check("environment", "info", f"ANTHROPIC_BASE_URL={env_url} in this shell: Claude Code started here goes there",
                   "`scalpel autopilot on` makes that URL scalpel's upstream and routes through scalpel")]
+
+
+def _tray_check() -> Check:
+    """The tray as the tray itself would find it (desktop_env.tray_host, the same test, not a guess)."""
+    from scalpel_desktop.desktop_env.tray_host import find_linux_host, gtk_available
+
+    host = find_linux_host()
+    if host.backend != "none":
+        return Check("tray", "ok", f"a tray with a menu can be shown ({host.backend} backend)")
+    if not gtk_available():
+        return Check("tray", "warn", f"{host.reason}: the tray has no menu on Linux", host.hint)
+    if "no display" in host.reason:
+        return Check("tray", "info", f"PyGObject and GTK 3 present; {host.reason} in this shell")
+    return Check("tray", "warn", f"PyGObject and GTK 3 present, but {host.reason}", host.hint)

@@ -4,20 +4,26 @@ Asked by the tray (to pick its backend) and by doctor (to report it), so both
 give the same answer. Never imports pystray (``import pystray`` with no
 DISPLAY raises ``Xlib.error.DisplayNameError``): that is the tray's business.
 
-On Linux the menu needs PyGObject (gtk or appindicator backend); the xorg
-backend has no menu and gets no clicks, so it is only a last resort.
+On Linux the menu needs PyGObject (gtk or appindicator backend) and a tray
+host: a StatusNotifier watcher (KDE, GNOME with the AppIndicator extension)
+or an XEmbed system tray (XFCE, MATE, LXQt, trayer). Stock GNOME has
+neither: that is detected and said, not shown as an icon nobody sees.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
-GTK_HINT = (
-    "PyGObject is missing, and the tray menu on Linux needs it: "
-    "pip install 'scalpel-desktop[gtk]' (Debian/Ubuntu also need gir1.2-gtk-3.0 and "
-    "gir1.2-ayatanaappindicator3-0.1)"
+#: The Debian/Ubuntu packages the [gtk] extra needs: to build PyGObject, then to run it.
+GTK_BUILD_PACKAGES = "libgirepository1.0-dev libcairo2-dev pkg-config"
+GTK_RUN_PACKAGES = "gir1.2-gtk-3.0 gir1.2-ayatanaappindicator3-0.1"
+GTK_INSTALL_HINT = (
+    f"sudo apt install {GTK_BUILD_PACKAGES} {GTK_RUN_PACKAGES} && pip install 'scalpel-desktop[gtk]' "
+    "(Fedora: gobject-introspection-devel cairo-gobject-devel gtk3 libayatana-appindicator-gtk3)"
 )
+GTK_HINT = f"PyGObject is missing, and the tray menu on Linux needs it: {GTK_INSTALL_HINT}"
 
 
 def has_display() -> bool:
@@ -70,14 +76,62 @@ def sni_watcher_running() -> bool:
         return False
 
 
-def linux_backend_name() -> tuple[str, str]:
-    """(backend, warning) for Linux: appindicator where a watcher runs, else gtk, else xorg."""
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return "none", "no display (DISPLAY/WAYLAND_DISPLAY unset)"
-    if gtk_available():
-        if appindicator_available() and sni_watcher_running():
-            return "appindicator", ""
-        return "gtk", ""
-    if not os.environ.get("DISPLAY"):
-        return "none", GTK_HINT
-    return "xorg", GTK_HINT + "; falling back to the xorg backend: an icon with no menu and no clicks"
+def xembed_tray_running() -> bool | None:
+    """Does an XEmbed system tray (trayer, XFCE, MATE, KDE's legacy tray) own ``_NET_SYSTEM_TRAY_S<n>``?
+
+    Asked through libX11 with ctypes (python-xlib is not always installed); None when
+    the X display cannot be opened or libX11 is missing."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+        lib.XOpenDisplay.restype = ctypes.c_void_p
+        lib.XOpenDisplay.argtypes = [ctypes.c_char_p]
+        lib.XDefaultScreen.argtypes = [ctypes.c_void_p]
+        lib.XInternAtom.restype = ctypes.c_ulong
+        lib.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        lib.XGetSelectionOwner.restype = ctypes.c_ulong
+        lib.XGetSelectionOwner.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+        lib.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return None
+    dpy = lib.XOpenDisplay(None)
+    if not dpy:
+        return None
+    try:
+        atom = lib.XInternAtom(dpy, b"_NET_SYSTEM_TRAY_S%d" % lib.XDefaultScreen(dpy), 0)
+        return lib.XGetSelectionOwner(dpy, atom) != 0
+    finally:
+        lib.XCloseDisplay(dpy)
+
+
+@dataclass(frozen=True)
+class TrayHost:
+    """Which pystray backend to use here, or (``backend == "none"``) why none, and how to get one."""
+
+    backend: str  # appindicator | gtk | none
+    reason: str = ""
+    hint: str = ""
+
+
+NO_DISPLAY_HINT = "start `scalpel tray` inside a desktop session"
+NO_HOST_HINT = ("on GNOME install and enable the AppIndicator extension (Debian/Ubuntu: "
+                "gnome-shell-extension-appindicator), then run `scalpel tray`")
+
+
+def find_linux_host() -> TrayHost:
+    """appindicator where a StatusNotifier watcher runs, else gtk where an XEmbed tray runs, else none.
+
+    Never the xorg backend: it has no menu, gets no clicks, and prints "Failed to dock
+    icon" tracebacks where no tray runs (set ``PYSTRAY_BACKEND=xorg`` to force it)."""
+    display, wayland = os.environ.get("DISPLAY"), os.environ.get("WAYLAND_DISPLAY")
+    if not (display or wayland):
+        return TrayHost("none", "no display (DISPLAY/WAYLAND_DISPLAY unset)", NO_DISPLAY_HINT)
+    if not gtk_available():
+        return TrayHost("none", "PyGObject (GTK 3) is missing", GTK_INSTALL_HINT)
+    if appindicator_available() and sni_watcher_running():
+        return TrayHost("appindicator")
+    if display and xembed_tray_running():
+        return TrayHost("gtk")
+    return TrayHost("none", "no tray host on this desktop (no StatusNotifier watcher, no system tray)", NO_HOST_HINT)

@@ -25,7 +25,6 @@ instead. The tray never imports the CLI.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -229,6 +228,7 @@ class NoTrayBackend:
     """
 
     reason: str
+    hint: str = ""  # how to get a tray here
 
 
 class TrayStartError(Exception):
@@ -241,9 +241,7 @@ def run_tray() -> int | NoTrayBackend:
 
     choice = backend.choose()
     if choice.pystray is None:
-        return NoTrayBackend(choice.warning or "no tray backend available")
-    if choice.warning:
-        print(f"scalpel: warning: {choice.warning}", file=sys.stderr)
+        return NoTrayBackend(choice.reason or "no tray backend available", choice.hint)
     logging.basicConfig(level=logging.WARNING, format="scalpel: %(levelname)s: %(message)s")
     link = TrayLink()
     try:

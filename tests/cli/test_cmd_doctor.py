@@ -59,17 +59,24 @@ def test_doctor_finds_a_proxy_started_by_hand_on_another_port(isolated_home, cap
 
 
 def test_doctor_reports_the_tray_as_the_tray_itself_would_choose(isolated_home, capsys, monkeypatch):
-    """PyGObject without the GTK 3 typelib leaves the tray without a menu: doctor must say so."""
+    """PyGObject missing, or no tray host (stock GNOME): doctor says so, with the way to a tray."""
     import sys
 
-    import scalpel_desktop.desktop_env.tray_host as backend
+    import scalpel_desktop.desktop_env.tray_host as host
 
     if not sys.platform.startswith("linux"):
         return
-    for available, status in ((False, "warn"), (True, "ok")):
-        monkeypatch.setattr(backend, "gtk_available", lambda a=available: a)
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.setattr(host, "sni_watcher_running", lambda: False)
+    monkeypatch.setattr(host, "xembed_tray_running", lambda: True)
+    for available, status, words in ((False, "warn", "pip install 'scalpel-desktop[gtk]'"), (True, "ok", "gtk backend")):
+        monkeypatch.setattr(host, "gtk_available", lambda a=available: a)
         _, checks = _doctor(capsys)
-        assert checks["tray"]["status"] == status
+        assert checks["tray"]["status"] == status and words in json.dumps(checks["tray"])
+    monkeypatch.setattr(host, "xembed_tray_running", lambda: False)
+    _, checks = _doctor(capsys)
+    assert checks["tray"]["status"] == "warn" and "no tray host" in checks["tray"]["detail"]
+    assert "AppIndicator extension" in checks["tray"]["fix"]
 
 
 def _port_in_time_wait() -> int:

@@ -19,7 +19,7 @@ SCALPEL = [sys.executable, "-m", "scalpel_desktop"]
 def no_tray(monkeypatch):
     from scalpel_desktop.tray import backend
 
-    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no tray host here"))
+    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no tray host here", "add one"))
 
 
 def test_no_tray_and_a_proxy_already_running_says_so_and_does_nothing(isolated_home, no_tray, capsys):
@@ -29,8 +29,8 @@ def test_no_tray_and_a_proxy_already_running_says_so_and_does_nothing(isolated_h
     try:
         assert main(["tray"]) == 0
         err = capsys.readouterr().err
-        assert "scalpel: no tray host here; running headless" in err
-        assert f"a proxy already runs on 127.0.0.1:{rt.port}; nothing to do" in err
+        assert err == (f"scalpel: no tray: no tray host here. A proxy already runs on http://127.0.0.1:{rt.port}; "
+                       "nothing to do. For the tray: add one.\n")
         assert rt.running
     finally:
         rt.stop()
@@ -57,6 +57,10 @@ def test_no_command_and_no_display_serves_in_the_foreground(isolated_home):
     proc = subprocess.Popen(SCALPEL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert f"listening on http://127.0.0.1:{port}" in proc.stdout.readline()
+        said = proc.stderr.readline()  # why the proxy runs in the foreground, once it does
+        assert said == (f"scalpel: no tray: no display (DISPLAY/WAYLAND_DISPLAY unset). The proxy runs in the "
+                        f"foreground on http://127.0.0.1:{port} (Ctrl-C stops it). For the tray: start `scalpel tray` "
+                        "inside a desktop session.\n")
         stop = subprocess.run(SCALPEL + ["stop"], capture_output=True, text=True, env=env, timeout=30)
         assert stop.returncode == 0, stop.stderr
         assert proc.wait(timeout=30) == 0

@@ -98,10 +98,77 @@ def _icon_center(env) -> tuple[int, int] | None:
     return None
 
 
-def test_real_tray_menu_under_xvfb(isolated_home, tmp_path, request):
+def _no_backend_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYSTRAY_BACKEND"}
+
+
+def _require_desktop_tools() -> None:
     for tool in ("Xvfb", "trayer", "xdotool", "dbus-run-session", "import"):
         require(shutil.which(tool) is not None, f"{tool} (Debian: xvfb trayer xdotool dbus imagemagick)")
     require(_have_gi(), "PyGObject with GTK 3 (pip install 'scalpel-desktop[gtk]'; gir1.2-gtk-3.0)")
+
+
+def _headless_scalpel(env: dict, port: int) -> str:
+    """Run `scalpel` (no command) where no tray can be shown: the proxy must answer, and stderr must be
+    exactly one line; `scalpel stop` ends it. Returns that line."""
+    proc = subprocess.Popen(["dbus-run-session", "--", sys.executable, "-m", "scalpel_desktop"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait(lambda: _status(env).get("running"), "the headless proxy")
+        assert _status(env)["port"] == port
+        stop = subprocess.run([sys.executable, "-m", "scalpel_desktop", "stop"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        out, err = proc.communicate(timeout=30)
+    finally:
+        _stop(proc, group=True)
+    assert proc.returncode == 0, err
+    # dbus-daemon (the test's session bus, not scalpel) may complain about fd limits when run as root
+    lines = [line for line in err.splitlines() if not line.startswith("dbus-daemon[")]
+    assert len(lines) == 1 and "Traceback" not in err and "Failed to dock" not in err, err
+    assert f"http://127.0.0.1:{port}" in lines[0] and "listening on" in out
+    return lines[0]
+
+
+def test_no_tray_host_says_so_in_one_line_and_serves(isolated_home, tmp_path):
+    """Stock GNOME has no StatusNotifier watcher and no XEmbed tray: here, Xvfb without trayer."""
+    _require_desktop_tools()
+    from scalpel_desktop.paths import dirs
+
+    port = free_port()
+    dirs().config.mkdir(parents=True, exist_ok=True)
+    dirs().config_file.write_text(json.dumps({"port": port}))
+    xvfb, display = _start_xvfb()
+    try:
+        line = _headless_scalpel({**_no_backend_env(), "DISPLAY": display, "NO_AT_BRIDGE": "1"}, port)
+    finally:
+        _stop(xvfb)
+    assert line.startswith("scalpel: no tray: no tray host on this desktop") and "AppIndicator extension" in line
+
+
+def test_without_pygobject_says_how_to_get_the_tray_in_one_line(isolated_home, tmp_path):
+    """No [gtk] extra: no xorg icon without a menu, no "Failed to dock icon" tracebacks, one line instead."""
+    _require_desktop_tools()
+    from scalpel_desktop.paths import dirs
+
+    port = free_port()
+    dirs().config.mkdir(parents=True, exist_ok=True)
+    dirs().config_file.write_text(json.dumps({"port": port}))
+    fake = tmp_path / "no-gi"
+    (fake / "gi").mkdir(parents=True)
+    (fake / "gi" / "__init__.py").write_text("raise ImportError('No module named gi (hidden by the test)')\n")
+    xvfb, display = _start_xvfb()
+    try:
+        env = {**_no_backend_env(), "DISPLAY": display, "NO_AT_BRIDGE": "1", "PYTHONPATH": str(fake)}
+        line = _headless_scalpel(env, port)
+    finally:
+        _stop(xvfb)
+    assert line.startswith("scalpel: no tray: PyGObject (GTK 3) is missing")
+    assert "sudo apt install libgirepository1.0-dev" in line and "pip install 'scalpel-desktop[gtk]'" in line
+
+
+def test_real_tray_menu_under_xvfb(isolated_home, tmp_path, request):
+    _require_desktop_tools()
     from scalpel_desktop.paths import dirs
 
     port = free_port()
@@ -109,7 +176,8 @@ def test_real_tray_menu_under_xvfb(isolated_home, tmp_path, request):
     dirs().config_file.write_text(json.dumps({"port": port}))
     xvfb, display = _start_xvfb()
     trayer = tray = None
-    env = {**os.environ, "DISPLAY": display, "NO_AT_BRIDGE": "1", "PYSTRAY_BACKEND": "gtk"}
+    # No PYSTRAY_BACKEND: scalpel finds the backend itself (trayer's XEmbed tray -> gtk), as a user's would.
+    env = {**_no_backend_env(), "DISPLAY": display, "NO_AT_BRIDGE": "1"}
     try:
         trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
                                    "--SetDockType", "true", "--transparent", "false"],

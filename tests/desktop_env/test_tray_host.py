@@ -1,17 +1,29 @@
-"""Whether this session can show a tray with a menu, and which backend pystray should use."""
+"""Whether this session can show a tray with a menu, which backend pystray should use, and why not."""
 
 from __future__ import annotations
+
+import pytest
 
 from scalpel_desktop.desktop_env import tray_host
 
 
-def test_no_display_means_no_backend(monkeypatch):
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+@pytest.fixture
+def linux(monkeypatch):
     monkeypatch.setattr(tray_host.sys, "platform", "linux")
+    monkeypatch.setattr(tray_host, "gtk_available", lambda: True)
+    monkeypatch.setattr(tray_host, "appindicator_available", lambda: True)
+    monkeypatch.setattr(tray_host, "sni_watcher_running", lambda: False)
+    monkeypatch.setattr(tray_host, "xembed_tray_running", lambda: False)
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    return monkeypatch
+
+
+def test_no_display_means_no_backend(linux):
+    linux.delenv("DISPLAY")
     assert not tray_host.has_display()
-    name, warning = tray_host.linux_backend_name()
-    assert name == "none" and "no display" in warning
+    host = tray_host.find_linux_host()
+    assert host.backend == "none" and "no display" in host.reason and host.hint == tray_host.NO_DISPLAY_HINT
 
 
 def test_macos_and_windows_always_have_a_display(monkeypatch):
@@ -21,24 +33,36 @@ def test_macos_and_windows_always_have_a_display(monkeypatch):
         assert tray_host.has_display()
 
 
-def test_without_gtk_x11_falls_back_to_xorg_with_the_hint(monkeypatch):
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr(tray_host, "gtk_available", lambda: False)
-    name, warning = tray_host.linux_backend_name()
-    assert name == "xorg" and "pip install 'scalpel-desktop[gtk]'" in warning
+def test_without_gtk_no_xorg_fallback_but_the_install_line(linux):
+    linux.setattr(tray_host, "gtk_available", lambda: False)
+    linux.setattr(tray_host, "xembed_tray_running", lambda: True)  # even with a tray to dock into
+    host = tray_host.find_linux_host()
+    assert host.backend == "none" and "PyGObject" in host.reason
+    assert "sudo apt install libgirepository1.0-dev" in host.hint and "pip install 'scalpel-desktop[gtk]'" in host.hint
 
 
-def test_without_gtk_wayland_only_has_no_backend(monkeypatch):
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
-    monkeypatch.setattr(tray_host, "gtk_available", lambda: False)
-    assert tray_host.linux_backend_name() == ("none", tray_host.GTK_HINT)
+def test_a_watcher_means_appindicator_an_xembed_tray_means_gtk(linux):
+    linux.setattr(tray_host, "sni_watcher_running", lambda: True)
+    assert tray_host.find_linux_host().backend == "appindicator"
+    linux.setattr(tray_host, "sni_watcher_running", lambda: False)
+    linux.setattr(tray_host, "xembed_tray_running", lambda: True)
+    assert tray_host.find_linux_host().backend == "gtk"
 
 
-def test_gtk_with_a_watcher_prefers_appindicator(monkeypatch):
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr(tray_host, "gtk_available", lambda: True)
-    monkeypatch.setattr(tray_host, "appindicator_available", lambda: True)
-    for watcher, expected in ((True, "appindicator"), (False, "gtk")):
-        monkeypatch.setattr(tray_host, "sni_watcher_running", lambda w=watcher: w)
-        assert tray_host.linux_backend_name()[0] == expected
+def test_stock_gnome_no_watcher_no_tray_is_detected(linux):
+    host = tray_host.find_linux_host()
+    assert host.backend == "none" and "no tray host" in host.reason and "AppIndicator extension" in host.hint
+
+
+def test_wayland_only_needs_a_watcher(linux):
+    linux.delenv("DISPLAY")
+    linux.setenv("WAYLAND_DISPLAY", "wayland-0")
+    linux.setattr(tray_host, "xembed_tray_running", lambda: True)  # not asked without an X display
+    assert tray_host.find_linux_host().backend == "none"
+    linux.setattr(tray_host, "sni_watcher_running", lambda: True)
+    assert tray_host.find_linux_host().backend == "appindicator"
+
+
+def test_xembed_probe_without_an_x_server(monkeypatch):
+    monkeypatch.setenv("DISPLAY", ":7391")  # nothing there
+    assert tray_host.xembed_tray_running() is None

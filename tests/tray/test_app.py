@@ -134,8 +134,8 @@ def test_no_backend_is_a_result_not_a_cli_call(isolated_home, monkeypatch):
     from scalpel_desktop.tray import app as tray_app
     from scalpel_desktop.tray import backend
 
-    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no display (DISPLAY/WAYLAND_DISPLAY unset)"))
-    assert tray_app.run_tray() == tray_app.NoTrayBackend("no display (DISPLAY/WAYLAND_DISPLAY unset)")
+    monkeypatch.setattr(backend, "choose", lambda: backend.BackendChoice(None, "none", "no display", "use a desktop"))
+    assert tray_app.run_tray() == tray_app.NoTrayBackend("no display", "use a desktop")
 
 
 def test_a_proxy_that_cannot_start_is_a_tray_error(isolated_home, monkeypatch, pystray_dummy):
@@ -160,7 +160,7 @@ def test_backend_choice_without_display(monkeypatch):
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.setattr(backend.sys, "platform", "linux")
     choice = backend.choose()
-    assert choice.pystray is None and "no display" in choice.warning
+    assert choice.pystray is None and "no display" in choice.reason and "desktop session" in choice.hint
 
 
 def _seed_today_and_yesterday():
