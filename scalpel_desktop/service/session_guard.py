@@ -15,16 +15,13 @@ scalpel's and nothing answers:
 
 Any other loopback base URL where nothing listens gets the same warning (the
 session would hang on retries with no word). Stdlib only, imported lazily by
-the hook; the normal path is one health check.
+the hook; the normal path is one health check (socket and urllib load only when needed).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-from typing import Mapping
-from urllib.parse import urlsplit
 
 WAIT_S = 20.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -41,6 +38,8 @@ def _autopilot_state() -> dict:
 
 
 def _loopback_port(url: str) -> int | None:
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
@@ -50,6 +49,8 @@ def _loopback_port(url: str) -> int | None:
 
 
 def listening(port: int, timeout: float = 0.5) -> bool:
+    import socket  # only on the failure path: the hook's normal path stays import-light
+
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout):
             return True
@@ -83,7 +84,7 @@ def start_proxy_if_needed(port: int | None = None, wait_s: float = WAIT_S) -> st
     return "started"
 
 
-def check(env: Mapping[str, str] | None = None, wait_s: float = WAIT_S) -> str | None:
+def check(env: dict | None = None, wait_s: float = WAIT_S) -> str | None:  # env: any mapping (os.environ)
     """The message to show in the session, or None when the base URL answers (or is not local)."""
     env = os.environ if env is None else env
     state = _autopilot_state()
