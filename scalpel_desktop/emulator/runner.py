@@ -34,8 +34,9 @@ def serve_forever(emulator: Emulator, host: str = "127.0.0.1", port: int = 0,
     def on_term(signum, frame):  # noqa: ARG001
         raise KeyboardInterrupt
 
+    previous = None
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
+        previous = signal.signal(signal.SIGTERM, on_term)
     try:
         if on_ready:
             on_ready(thread.url)
@@ -43,3 +44,5 @@ def serve_forever(emulator: Emulator, host: str = "127.0.0.1", port: int = 0,
             pass
     finally:
         thread.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
