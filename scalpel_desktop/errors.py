@@ -19,7 +19,8 @@ Each also keeps the builtin base it always had (``ValueError``,
     ├── DataError (ValueError)
     │   ├── PriceTableError                 accounting.prices: a bad price file
     │   └── RemovalError                    tools.removals: a bad tool removal request
-    └── CommandError                        cli.CliError: a command's own refusal (``status``: exit code)
+    └── CommandError                        a command's own refusal (``status``: exit code)
+        └── CliError                        what the CLI raises; printed as ``scalpel: <message>``
 
 Subclasses that live beside the code that raises them (``ConfigError``,
 ``AlreadyRunning``, ``ControlError``, ``PriceTableError``, ``RemovalError``,
@@ -82,3 +83,7 @@ class CommandError(ScalpelError):
     def __init__(self, message: str, status: int = 1, *, title: str | None = None):
         super().__init__(message, title=title)
         self.status = status
+
+
+class CliError(CommandError):
+    """A command's refusal: printed as ``scalpel: <message>``, exit status 1 (or ``status``)."""

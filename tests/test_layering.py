@@ -31,7 +31,6 @@ def _report(title: str, lines: list[str]) -> str:
 # ---------------------------------------------------------------- the house
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: cycles tray/app.py -> cli/__init__.py -> cli/default.py -> tray/app.py; service/base.py <-> launchd/process_backend/systemd/windows (choose_backend in the base)")
 def test_no_import_cycle_between_files(house):
     found = ig.describe_cycles(house)
     assert not found, _report("import cycles (each loop's files)", found)
@@ -47,7 +46,6 @@ def test_nothing_shipped_imports_the_emulator(house):
     assert not found, _report("shipped code importing the emulator", found)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: tray/app.py imports cli (build_parser, twice)")
 def test_tray_imports_neither_cli_nor_tui(house):
     found = ig.import_violations(house, RULES["tray never imports cli or tui"])
     assert not found, _report("tray importing another frontend", found)
@@ -58,7 +56,6 @@ def test_tui_imports_neither_cli_nor_tray(house):
     assert not found, _report("tui importing another frontend", found)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: service/doctor.py imports tray.backend; service/systemd.py imports tray.icons")
 def test_service_imports_no_frontend(house):
     found = ig.import_violations(house, RULES["service never imports a frontend"])
     assert not found, _report("service importing a frontend", found)

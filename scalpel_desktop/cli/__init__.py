@@ -17,11 +17,9 @@ import pkgutil
 import sys
 
 from scalpel_desktop import __version__
-from scalpel_desktop.errors import CommandError, ScalpelError
+from scalpel_desktop.errors import CliError, CommandError, ScalpelError
 
-
-class CliError(CommandError):
-    """A command's refusal: printed as ``scalpel: <message>``, exit status 1 (or ``status``)."""
+__all__ = ["CliError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 
 def apply_setting(key: str, value: Any, cfg: Any) -> tuple[str, bool]:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 from scalpel_desktop.cli.apply_setting import apply_setting
 
 POLICY_HELP = {

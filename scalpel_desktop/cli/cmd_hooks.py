@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 EVENTS = ("pre-tool-use", "post-tool-use", "session-start", "statusline")
 

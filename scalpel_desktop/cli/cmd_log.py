@@ -6,7 +6,7 @@ import argparse
 import json
 import time
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 DESCRIPTION = """\
 Summarize the ledger: requests, tokens by billing tier (input, cache write 5m,

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 DESCRIPTION = (
     "Every tool output scalpel cut from a request is kept in a spill file named by the sha256 of its "

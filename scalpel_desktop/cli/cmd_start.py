@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 ENV_UPSTREAMS = {"anthropic_upstream": "SCALPEL_ANTHROPIC_UPSTREAM", "openai_upstream": "SCALPEL_OPENAI_UPSTREAM"}
 NOT_RUNNING_STATUS = 3  # like `systemctl status`: the program is not running

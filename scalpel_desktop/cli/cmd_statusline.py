@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

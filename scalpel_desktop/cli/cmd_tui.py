@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 
 DESCRIPTION = (
     "Open the dashboard in this terminal: live sessions (context size and its share of the model's window, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 from scalpel_desktop.desktop_env.tray_host import NO_DISPLAY_HINT, has_display
 
 

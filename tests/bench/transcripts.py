@@ -86,7 +86,7 @@ class Transcript:
 
     def compact(self, summary: str) -> str:
         self.t += 1
-        uid = self._line("system", None, parent=None, subtype="compact_boundary", logicalParentUuid=self.last)
+        self._line("system", None, parent=None, subtype="compact_boundary", logicalParentUuid=self.last)
         return self.user(summary, 0.1, isCompactSummary=True)
 
     def write(self, path: Path) -> Path:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from scalpel_desktop.cli import CliError
+from scalpel_desktop.errors import CliError
 from scalpel_desktop.cli.apply_setting import apply_setting
 from scalpel_desktop.paths import dirs
 
