@@ -1,7 +1,9 @@
 """Atomic file writes: a temporary file beside the target, then a rename.
 
 One helper for every file scalpel rewrites (config, control token, service
-files, Claude Code's settings, hook state). Standard library only and cheap to
+files, Claude Code's settings, hook state). A missing parent dir is created 0700
+(and scalpel's own dirs are narrowed to 0700: ``paths.make_private_parents``);
+the file gets ``mode`` whatever the umask. Standard library only and cheap to
 import: the hooks use it and must answer in well under 100 ms.
 """
 
@@ -10,13 +12,15 @@ from __future__ import annotations
 import itertools
 import os
 
+from scalpel_desktop.paths import make_private_parents
+
 _unique = itertools.count()
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, *, mode: int = 0o600, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half of one."""
     target = os.fspath(path)
-    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    make_private_parents(os.path.dirname(target) or ".")
     tmp = f"{target}.{os.getpid()}.{next(_unique)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:

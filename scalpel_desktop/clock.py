@@ -73,4 +73,4 @@ def set_offset(path: str | os.PathLike, seconds: float) -> None:
     """Tests: move every process reading ``path`` by ``seconds``."""
     from scalpel_desktop.atomicfile import write_atomic
 
-    write_atomic(path, repr(float(seconds)).encode("ascii"), mode=0o644, fsync=False)
+    write_atomic(path, repr(float(seconds)).encode("ascii"), fsync=False)

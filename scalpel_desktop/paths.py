@@ -90,13 +90,59 @@ def dirs() -> Dirs:
     )
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) and make it 0700: it may hold raw tool output."""
-    path.mkdir(parents=True, exist_ok=True)
+def private_roots() -> list[Path]:
+    """The directories scalpel owns: ``SCALPEL_HOME``, else the platformdirs data, config
+    and state dirs. Everything at or below them is private (dirs 0700, files 0600)."""
+    home = os.environ.get("SCALPEL_HOME")
+    if home:
+        return [Path(home).expanduser()]
+    d = dirs()
+    return [d.data, d.config, d.state]
+
+
+def make_private_parents(path: str | os.PathLike) -> Path:
+    """Make the directory ``path`` exist: each missing component is created 0700 (the
+    XDG rule for new base dirs), and each existing one at or below one of
+    ``private_roots()`` is narrowed to 0700. Dirs outside those roots that already
+    exist are left as they are (``~/.claude``, ``~/.config/systemd/user``, ...)."""
+    path = Path(path)
+    missing: list[Path] = []
+    p = path
+    while not os.path.isdir(p):
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+            os.chmod(d, 0o700)  # exactly, whatever the umask
+        except FileExistsError:
+            pass
+    roots = private_roots()
+    for d in (path, *path.parents):
+        inside = any(d == r or r in d.parents for r in roots)
+        if not inside and d not in missing:
+            break
+        _narrow_dir(d)  # the umask cannot widen a mkdir, but an older version may have
+    return path
+
+
+def _narrow_dir(path: Path) -> None:
+    """Take group and other bits away; never add one."""
     try:
-        os.chmod(path, 0o700)
+        mode = os.stat(path).st_mode & 0o777
+        if mode & 0o077:
+            os.chmod(path, mode & 0o700)
     except OSError:
         pass
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) 0700 and make it 0700 even outside scalpel's own
+    dirs (a configured spill dir): it may hold raw tool output."""
+    make_private_parents(path)
+    _narrow_dir(path)
     return path
 
 

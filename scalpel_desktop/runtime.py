@@ -36,6 +36,7 @@ from scalpel_desktop.pipeline import assemble
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
+from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero
@@ -149,6 +150,7 @@ class Runtime:
 
     # -- life cycle ----------------------------------------------------------
     def start(self) -> "Runtime":
+        tighten_home()  # what an older version left 0755/0644 becomes 0700/0600
         if not self._lock.acquire():
             raise AlreadyRunning(*read_holder())
         try:

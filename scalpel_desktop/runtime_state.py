@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from scalpel_desktop.atomicfile import write_atomic
-from scalpel_desktop.paths import dirs
+from scalpel_desktop.paths import dirs, ensure_private_dir
 
 
 class InstanceLock:
@@ -29,8 +29,12 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # one an older version left wider
+        except OSError:
+            pass
         try:
             if os.name == "nt":  # pragma: no cover - Windows
                 import msvcrt

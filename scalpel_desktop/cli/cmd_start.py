@@ -90,9 +90,9 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def _setup_logging() -> None:
     import logging
-    import logging.handlers
 
-    from scalpel_desktop.paths import dirs, ensure_private_dir
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.private_files import PrivateRotatingFileHandler
 
     root = logging.getLogger("scalpel")
     root.setLevel(logging.INFO)
@@ -101,8 +101,7 @@ def _setup_logging() -> None:
     err.setFormatter(logging.Formatter("\rscalpel: %(levelname)s: %(message)s"))
     root.addHandler(err)
     try:
-        ensure_private_dir(dirs().logs)
-        fh = logging.handlers.RotatingFileHandler(dirs().logs / "proxy.log", maxBytes=1_000_000, backupCount=3)
+        fh = PrivateRotatingFileHandler(dirs().logs / "proxy.log", maxBytes=1_000_000, backupCount=3)  # 0600
         fh.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(fh)
     except OSError:

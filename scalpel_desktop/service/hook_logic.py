@@ -59,7 +59,6 @@ def _save(session_id: str, doc: dict) -> None:
     from scalpel_desktop.atomicfile import write_atomic
 
     path = _session_file(session_id)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_atomic(path, json.dumps(doc).encode("utf-8"), mode=0o600, fsync=False)  # hook state: speed over durability
 
 

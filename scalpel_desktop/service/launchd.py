@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from scalpel_desktop.paths import dirs, user_home
+from scalpel_desktop.private_files import touch_private
 from scalpel_desktop.service.base import Outcome, ServiceBackend, ServiceResult
 from scalpel_desktop.service.templates import LABEL, python_launch, render_launchd_plist
 
@@ -30,7 +31,7 @@ class LaunchdBackend(ServiceBackend):
         return f"gui/{os.getuid()}" if hasattr(os, "getuid") else "gui/0"
 
     def enable(self) -> Outcome:
-        dirs().logs.mkdir(parents=True, exist_ok=True)
+        touch_private(dirs().logs / "service.log")  # launchd appends to it; created 0600 first
         self._write_files()
         for label in (PROXY_LABEL, TRAY_LABEL):
             self._call(["launchctl", "bootout", f"{self._domain()}/{label}"])

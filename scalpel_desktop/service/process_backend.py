@@ -25,8 +25,10 @@ import sys
 import time
 from pathlib import Path
 
+from scalpel_desktop.atomicfile import write_atomic
 from scalpel_desktop.control_client import pid_alive
-from scalpel_desktop.paths import dirs
+from scalpel_desktop.paths import dirs, ensure_private_dir
+from scalpel_desktop.private_files import open_private_append
 from scalpel_desktop.service.base import Outcome, ServiceBackend, ServiceResult
 
 RESTART_S = 0.5  # like RestartSec=: the pause before starting the child again
@@ -58,7 +60,7 @@ def _read() -> dict:
 def _write(doc: dict) -> None:
     from scalpel_desktop.atomicfile import write_atomic
 
-    write_atomic(_marker(), json.dumps(doc).encode(), mode=0o644)
+    write_atomic(_marker(), json.dumps(doc).encode(), mode=0o600)
 
 
 def _end(pid: int, wait_s: float = 10.0) -> None:
@@ -114,8 +116,8 @@ class ProcessBackend(ServiceBackend):
         if self.supervisor_pid() is not None:
             return Outcome(ServiceResult.ENABLED)
         argv = [sys.executable, "-m", "scalpel_desktop.service.process_backend"]
-        dirs().logs.mkdir(parents=True, exist_ok=True)
-        log = open(dirs().logs / "test-service.log", "ab")
+        ensure_private_dir(dirs().logs)
+        log = open_private_append(dirs().logs / "test-service.log", binary=True)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:

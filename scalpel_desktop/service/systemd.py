@@ -56,8 +56,10 @@ class SystemdBackend(ServiceBackend):
     def _write_icon(self) -> None:
         try:
             from scalpel_desktop.desktop_env.icons import save_png
+            from scalpel_desktop.paths import ensure_private_dir
 
-            save_png("active", tray_icon_path())
+            ensure_private_dir(tray_icon_path().parent)
+            os.chmod(save_png("active", tray_icon_path()), 0o600)  # read by the same user's desktop
         except Exception:  # noqa: BLE001 - an icon is cosmetic
             pass
 

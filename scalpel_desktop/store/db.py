@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from scalpel_desktop.paths import dirs
-
+from scalpel_desktop.private_files import prepare_sqlite_file
 from scalpel_desktop.store import migrations as _migrations_pkg
 
 
@@ -80,7 +80,7 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
     """Open (creating and migrating it when needed) the ledger database for writing.
     Readers use ``ledger_queries.open_readonly``."""
     path = Path(path or dirs().database)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    prepare_sqlite_file(path)  # 0600 before SQLite creates it (and its -wal/-shm) with the umask's mode
     conn = sqlite3.connect(path, timeout=5, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     prepare(conn)

@@ -14,7 +14,6 @@ queue (the disk far slower than the traffic) drops the row and counts it.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import sqlite3
 import threading
@@ -151,18 +150,13 @@ class LedgerWriter:
                     pass
 
     def _open(self) -> sqlite3.Connection | None:
+        from scalpel_desktop.private_files import prepare_sqlite_file
         from scalpel_desktop.store.db import prepare
 
         conn = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            new = not self.path.exists()
+            prepare_sqlite_file(self.path)  # 0600, and so its -wal/-shm
             conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s)
-            if new:
-                try:
-                    os.chmod(self.path, 0o600)
-                except OSError:
-                    pass
             prepare(conn)
             conn.isolation_level = None  # explicit BEGIN/COMMIT per batch from here on
             if self._on_open is not None:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from scalpel_desktop.paths import make_private_parents
 from scalpel_desktop.tray.menu import COMMANDS, TrayState
 
 log = logging.getLogger("scalpel.tray")
@@ -30,7 +31,7 @@ class ProxyLink(Protocol):
 
 
 def open_folder(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
+    make_private_parents(path)
     if sys.platform == "darwin":
         argv = ["open", str(path)]
     elif sys.platform == "win32":  # pragma: no cover - Windows

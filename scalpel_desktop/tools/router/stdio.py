@@ -23,6 +23,7 @@ import time
 from typing import Any, BinaryIO, Callable, Sequence
 
 from scalpel_desktop.paths import dirs, ensure_private_dir
+from scalpel_desktop.private_files import open_private_append
 from scalpel_desktop.tools.router import recent as recent_store
 from scalpel_desktop.tools.router.routing import META_NAME, Router
 
@@ -243,7 +244,7 @@ def make_logger(to_stderr: bool = True) -> Callable[[str], None]:
             print(f"scalpel mcp: {message}", file=sys.stderr, flush=True)
         if path is not None:
             try:
-                with open(path, "a", encoding="utf-8") as f:
+                with open_private_append(path) as f:  # 0600: it names paths and tools
                     f.write(f"{stamp} {message}\n")
             except OSError:
                 pass
