@@ -15,6 +15,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
+from scalpel_desktop.wire.jsoncodec import too_deep
 
 log = logging.getLogger("scalpel.pipeline")
 
@@ -54,8 +55,15 @@ class Chain:
             try:
                 stage.on_request(ex)
             except Exception as e:  # noqa: BLE001 - fail open, always
-                log.exception("stage %s failed on request; forwarding the original bytes", stage.name)
                 ex.new_body = None
+                if too_deep(e):
+                    # Not a body the pipeline understands: forwarded as sent, and the
+                    # stages after this one see no JSON (they would fail the same way).
+                    log.info("stage %s: the body nests deeper than the JSON codec writes; forwarded as sent", stage.name)
+                    ex.set_doc(None)
+                    ex.decision = Decision("unchanged", "body nests deeper than the JSON codec writes: forwarded as sent")
+                    continue
+                log.exception("stage %s failed on request; forwarding the original bytes", stage.name)
                 ex.decision = Decision("error", f"{stage.name}: {type(e).__name__}: {e}"[:300])
         if paused and ex.decision.action == "unchanged":
             ex.decision = Decision("paused", "paused: pass-through")

@@ -24,6 +24,14 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
 
+def too_deep(error: BaseException) -> bool:
+    """Did ``error`` come from a document nested deeper than the codec writes back?
+    orjson reads 1024 levels but writes only 254, so such a body parses and then
+    fails in the first ``dumps``: the pipeline treats it as a body it cannot understand."""
+    return isinstance(error, RecursionError) or (
+        isinstance(error, orjson.JSONEncodeError) and "recursion limit" in str(error).lower())
+
+
 def round_trips(raw: bytes, obj: Any) -> bool:
     """True when re-serializing ``obj`` (parsed from ``raw``) gives ``raw`` back exactly."""
     try:

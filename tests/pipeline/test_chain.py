@@ -70,3 +70,37 @@ def test_a_stage_without_a_mutates_flag_is_skipped_while_paused():
             pass
 
     assert not Chain([Unlabelled()], paused=lambda: True).process(req()).changed
+
+
+def test_a_body_nested_deeper_than_the_codec_writes_is_forwarded_quietly(tmp_path, caplog):
+    """Found by tests/proxy/test_fuzz_bodies.py: orjson reads 1024 levels but writes 254,
+    so such a body parsed and then made parse-reuse and surgery raise (an ERROR with a
+    traceback per request). It is a body the pipeline cannot understand: forwarded as
+    sent, decision unchanged, nothing logged above INFO, the later stages see no JSON."""
+    import logging
+
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.pipeline.parse_reuse import ParseReuse
+    from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage
+    from scalpel_desktop.store.db import connect
+
+    deep = b"[" * 300 + b"1" + b"]" * 300
+    body = b'{"model":"m","messages":[{"role":"user","content":' + deep + b"}]}"
+    surgery = build_surgery_stage(Config.load(), connect(tmp_path / "s.db"), tmp_path / "spill")
+    seen = []
+
+    class Later:
+        name, mutates = "later", False
+
+        def on_request(self, ex):
+            seen.append(ex.doc)
+
+        def on_response(self, ex):
+            pass
+
+    with caplog.at_level(logging.INFO, logger="scalpel"):
+        ex = Chain([ParseReuse(), Identify(), surgery, Later()]).process(req(body))
+    assert ex.body_to_send() == body and not ex.changed
+    assert ex.decision.action == "unchanged" and "deeper" in ex.decision.reason
+    assert seen == [None]
+    assert not [r for r in caplog.records if r.levelno > logging.INFO]

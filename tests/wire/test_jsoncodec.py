@@ -23,3 +23,17 @@ def test_every_captured_body_round_trips_byte_for_byte():
 def test_a_body_it_cannot_reproduce_is_detected():
     raw = b'{"a": 1}'
     assert not jsoncodec.round_trips(raw, jsoncodec.loads(raw))
+
+
+def test_too_deep_names_the_write_limit_only():
+    import pytest
+
+    from scalpel_desktop.wire.jsoncodec import dumps, loads, too_deep
+
+    doc = loads(b"[" * 300 + b"]" * 300)  # reads fine
+    with pytest.raises(TypeError) as e:
+        dumps(doc)
+    assert too_deep(e.value) and too_deep(RecursionError())
+    with pytest.raises(TypeError) as other:
+        dumps({1.5j})
+    assert not too_deep(other.value)
