@@ -62,6 +62,8 @@ def prepare_sqlite_file(path: str | os.PathLike) -> None:
     """Before ``sqlite3.connect``: the database exists 0600 (SQLite gives the
     ``-wal``/``-shm``/``-journal`` files it creates the database's own mode) and any
     left over from an older version are narrowed."""
+    if os.fspath(path) in (":memory:", "") or os.fspath(path).startswith("file:"):
+        return  # no file (an in-memory database), or a URI SQLite opens itself
     touch_private(path)
     for suffix in SQLITE_SUFFIXES[1:]:
         _narrow(f"{os.fspath(path)}{suffix}", FILE_MODE)

@@ -269,3 +269,11 @@ def test_real_proxy_under_umask_022_leaves_only_private_files(tmp_path, monkeypa
         assert str(expected) in found_files
     for expected in (home, dirs().data, dirs().config, dirs().state, dirs().logs, dirs().spill):
         assert str(expected) in found_dirs
+
+
+def test_an_in_memory_database_creates_no_file(tmp_path, monkeypatch):
+    from scalpel_desktop.store.db import connect
+
+    monkeypatch.chdir(tmp_path)
+    connect(Path(":memory:")).close()
+    assert list(tmp_path.iterdir()) == []
