@@ -34,9 +34,9 @@ from scalpel_desktop.errors import ActionError, ProxyError
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.pipeline import assemble
 from scalpel_desktop.pipeline.chain import Chain
+from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
-from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero

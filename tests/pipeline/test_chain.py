@@ -81,7 +81,7 @@ def test_a_body_nested_deeper_than_the_codec_writes_is_forwarded_quietly(tmp_pat
 
     from scalpel_desktop.config import Config
     from scalpel_desktop.pipeline.parse_reuse import ParseReuse
-    from scalpel_desktop.pipeline.surgery_stage import build_surgery_stage
+    from scalpel_desktop.surgery.stage import build_surgery_stage
     from scalpel_desktop.store.db import connect
 
     deep = b"[" * 300 + b"1" + b"]" * 300
