@@ -58,7 +58,6 @@ def _read() -> dict:
 
 
 def _write(doc: dict) -> None:
-    from scalpel_desktop.atomicfile import write_atomic
 
     write_atomic(_marker(), json.dumps(doc).encode(), mode=0o600)
 
