@@ -8,7 +8,7 @@ unless a stage changed them), and hands the response's usage and timings to
 Stages talk to each other only through the typed fields of ``Exchange``
 (where each message sits, where the client rewrote its history, what the
 surgery sent, the tool filter's pin, the realized savings): no string keys.
-At the bottom of the house: imports only ``wire/``; nothing here imports
+At the bottom of the house: imports only ``wire/`` and ``decisions.py``; nothing here imports
 aiohttp.
 """
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from scalpel_desktop.decisions import CHANGES
+from scalpel_desktop.decisions import label as decision_label
 from scalpel_desktop.wire.identity import ConversationKey
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
 from scalpel_desktop.wire.layout import Layout
@@ -43,12 +45,35 @@ class ApiRequest:
 
 @dataclass
 class Decision:
-    """What the pipeline did to one request, and why. Stored in the ledger."""
+    """What the pipeline did to one request, and why. Stored in the ledger.
 
-    action: str = "unchanged"  # unchanged | cut | filtered | paused | skipped | error
+    ``changes`` is the set of changes stages made to the bytes (``decisions.CHANGES``:
+    cut, replayed, filtered); each stage ``add``s its own, none overwrites another's.
+    ``action`` is the outcome when there is none (unchanged | paused | error).
+    ``label`` is what the ledger stores: the changes joined by ``+``, else ``action``."""
+
+    action: str = "unchanged"  # unchanged | paused | error (when ``changes`` is empty)
     reason: str = ""
     tokens_removed: int = 0  # estimated tokens no longer sent
     figures: dict[str, Any] = field(default_factory=dict)  # rewrite tokens, payback, ...
+    changes: set[str] = field(default_factory=set)
+
+    def add(self, change: str, reason: str = "", tokens_removed: int = 0) -> None:
+        """Record one change (``decisions.CHANGES``) with its reason and estimated tokens."""
+        if change not in CHANGES:
+            raise ValueError(f"unknown change {change!r}")
+        self.changes.add(change)
+        self.note(reason)
+        self.tokens_removed += int(tokens_removed or 0)
+
+    def note(self, reason: str) -> None:
+        """Append a reason (``; ``-separated) to what earlier stages said."""
+        if reason and reason not in self.reason:
+            self.reason = f"{self.reason}; {reason}" if self.reason else reason
+
+    @property
+    def label(self) -> str:
+        return decision_label(self.changes) if self.changes else self.action
 
 
 @dataclass
@@ -68,6 +93,12 @@ class Realized:
     kind: str  # surgery | tool_filter
     tokens: int
     usd: float | None
+    # How the figures were obtained (see docs/ledger.md): ``tier`` "usage" (the billing
+    # tier read from this request's usage counts); ``tokens`` "fit" | "pooled" |
+    # "own_request" (bytes removed x a tokens-per-byte ratio measured from usage, see
+    # ``accounting/token_ratio.py``) or "estimate"; ``bytes`` removed; ``tokens_per_byte``,
+    # ``pairs``, ``error_pct`` (None: no bound).
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,6 +110,7 @@ class SurgerySent:
     model: str
     stubs: list[tuple[str, float, int, str]] = field(default_factory=list)  # (id, position 0..1, tokens saved, new|replayed)
     rewrite_tokens: int = 0
+    bytes_removed: int = 0  # bytes the stubs took out of the body (received - sent, this stage's part)
 
 
 @dataclass
@@ -89,6 +121,7 @@ class ToolFilterNote:
     kept: dict[str, Any]
     left_alone: str = ""
     removed: list[tuple[str, int]] = field(default_factory=list)  # (name, tokens) not sent
+    bytes_removed: int = 0  # bytes the filter took out of the body
     realized: dict[str, Any] | None = None  # {"tokens", "usd", "tier"} after the response
 
 
@@ -112,6 +145,9 @@ class Exchange:
     surgery: SurgerySent | None = None
     tool_filter: ToolFilterNote | None = None
     realized: list[Realized] = field(default_factory=list)
+    # The conversation's tokens per byte once the answer arrived (``accounting.token_ratio.TokenRatio``,
+    # set by ``pipeline/calibrate.py`` before the stages that price realized savings hear the response).
+    token_ratio: Any = None
     _doc: Any = field(default=_UNPARSED, repr=False)
 
     @property

@@ -9,7 +9,8 @@ attachments). So for each such step::
     delta_prompt = tokens_per_byte * delta_bytes + per_turn
 
 and the two numbers are fitted per sequence by least absolute deviations (a
-turn with a large hidden attachment does not drag the slope). Bytes are the
+turn with a large hidden attachment does not drag the slope; the fit itself is
+``accounting/token_ratio.py``, shared with the live proxy's calibration). Bytes are the
 compact JSON of each content block as the client sends it. Image and document
 blocks count 0 bytes: their tokens follow the picture, not its base64 text, and
 go to the request's hidden part (``bench/simulate.py``).
@@ -28,10 +29,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scalpel_desktop.accounting.token_ratio import MIN_FIT
+from scalpel_desktop.accounting.token_ratio import fit_error_pct as _err
+from scalpel_desktop.accounting.token_ratio import lad as _lad
 from scalpel_desktop.bench.reader import Line, Sequence
 from scalpel_desktop.wire.jsoncodec import dumps
 
-MIN_FIT = 4  # two parameters: at least twice as many steps
 _OPAQUE = ("image", "document")
 
 
@@ -119,38 +122,6 @@ def pool(ratios: Iterable[Ratio]) -> Ratio | None:
     turn = sum(r.per_turn * r.delta_bytes for r in rs) / b
     err = sum(r.error_pct * r.delta_bytes for r in rs) / b
     return Ratio(slope, turn, sum(r.steps for r in rs), "pooled", err, sum(r.delta_tokens for r in rs), b)
-
-
-def _lad(pts: list[tuple[int, int]], rounds: int = 30) -> tuple[float, float]:
-    """Least absolute deviations for p = r*b + c: alternate the two weighted medians."""
-    c = 0.0
-    r = sum(p for _, p in pts) / max(1, sum(b for b, _ in pts))
-    for _ in range(rounds):
-        r_new = _wmedian([((p - c) / b, b) for b, p in pts])
-        c_new = _wmedian([(p - r_new * b, 1.0) for b, p in pts])
-        if abs(r_new - r) < 1e-9 and abs(c_new - c) < 1e-6:
-            r, c = r_new, c_new
-            break
-        r, c = r_new, c_new
-    return r, c
-
-
-def _wmedian(items: list[tuple[float, float]]) -> float:
-    items = sorted(items)
-    half = sum(w for _, w in items) / 2.0
-    acc = 0.0
-    for v, w in items:
-        acc += w
-        if acc >= half:
-            return v
-    return items[-1][0] if items else 0.0
-
-
-def _err(pts: list[tuple[int, int]], r: float, c: float) -> float:
-    tot = sum(abs(p) for _, p in pts)
-    if tot <= 0:
-        return 100.0
-    return 100.0 * sum(abs(p - (r * b + c)) for b, p in pts) / tot
 
 
 __all__ = ["MIN_FIT", "ByteCounter", "Ratio", "block_bytes", "measure", "pool", "steps"]

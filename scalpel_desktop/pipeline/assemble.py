@@ -6,6 +6,8 @@ The one place that composes stages, as one flat list (like mitmproxy's
 1. parse-reuse - parses the body once, re-using the previous request's
                  unchanged messages (what keeps a 2.9 MB body within budget)
 2. identify    - conversation key, model, size estimate (observes)
+   calibrate   - on each answer, the conversation's tokens per byte from its
+                 usage counts (observes; before the stages that price savings)
 3. inventory   - records declared and called tools (observes; ``tools/``)
 4. tool filter - the opt-in, session-pinned tool removal (mutates; ``tools/``)
 5. surgery     - cuts dead tool output when the cache makes it free (mutates;
@@ -27,6 +29,7 @@ from typing import Any, Iterable
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.exchange import Stage
 from scalpel_desktop.paths import dirs
+from scalpel_desktop.pipeline.calibrate import Calibrate
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.pipeline.record import LedgerRecorder
@@ -61,6 +64,7 @@ def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
     return [
         ParseReuse(),
         Identify(),
+        Calibrate(),
         *features,
         *([LedgerRecorder(ledger)] if ledger is not None else []),
     ]

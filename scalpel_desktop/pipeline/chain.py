@@ -65,7 +65,7 @@ class Chain:
                     continue
                 log.exception("stage %s failed on request; forwarding the original bytes", stage.name)
                 ex.decision = Decision("error", f"{stage.name}: {type(e).__name__}: {e}"[:300])
-        if paused and ex.decision.action == "unchanged":
+        if paused and not ex.decision.changes and ex.decision.action == "unchanged":
             ex.decision = Decision("paused", "paused: pass-through")
         return ex
 

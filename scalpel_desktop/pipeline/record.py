@@ -66,17 +66,40 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         "cache_write_1h": usage.cache_write_1h if usage is not None else None,
         "cache_read": usage.cache_read if usage is not None else None,
         "output_tokens": usage.output_tokens if usage is not None else None,
-        "decision": _label(d.action, 20),
-        "reason": _reason(d.action, d.reason),
+        "decision": _label(d.label, 30),
+        "reason": _reason(d.label, d.reason),
         "tokens_removed": _int(d.tokens_removed),
         "figures": _figures(d.figures),
         "realized_tokens": sum(_int(r.tokens) or 0 for r in realized) if realized else None,
         "realized_usd": sum(_num(r.usd) or 0.0 for r in realized) if realized else None,
+        **_sources(realized),
         "ttfb_ms": _num(resp.ttfb_ms) if resp is not None else None,
         "total_ms": _num(resp.total_ms) if resp is not None else None,
         "error": (_label(resp.error, LABEL_MAX) or None) if resp is not None else None,
     }
     return row
+
+
+SOURCES = ("fit", "pooled", "own_request", "estimate")
+
+
+def _sources(realized: list) -> dict[str, Any]:
+    """How the realized figures were obtained (migration m004): one ratio per request, shared
+    by every stage's entry (the conversation's, when its answer arrived)."""
+    provs = [r.provenance for r in realized if isinstance(getattr(r, "provenance", None), dict) and r.provenance]
+    if not provs:
+        return {}
+    by = {p.get("tokens") for p in provs}
+    first = provs[0]
+    err = [p.get("error_pct") for p in provs]
+    return {
+        "realized_tier": "usage" if all(p.get("tier") == "usage" for p in provs) else "estimate",
+        "realized_tokens_by": by.pop() if len(by) == 1 and next(iter(by)) in SOURCES else "estimate",
+        "realized_bytes": sum(_int(p.get("bytes")) or 0 for p in provs),
+        "tokens_per_byte": _num(first.get("tokens_per_byte")),
+        "ratio_pairs": _int(first.get("pairs")),
+        "ratio_error_pct": None if any(e is None for e in err) else max(_num(e) or 0.0 for e in err),
+    }
 
 
 def _trunc(v: Any, limit: int) -> str | None:

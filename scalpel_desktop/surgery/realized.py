@@ -1,25 +1,53 @@
-"""The surgery's realized saving of one request, priced from the provider's usage counts (SPEC 7)."""
+"""The surgery's realized saving of one request, from the provider's usage counts (SPEC 7).
+
+Tokens: the bytes the stubs took out of the body sent (received minus sent,
+exact) times the conversation's own tokens per byte, measured from its
+requests' usage (``accounting/token_ratio.py``, put on ``ex.token_ratio`` by
+``pipeline/calibrate.py``). No estimator table: a conversation without a
+measured ratio yet uses its own request's prompt total over its body bytes,
+and the provenance says so.
+
+Dollars: each removed token at the rate its position was billed at in this
+request (the tier boundaries come from the usage counts): cache read inside
+the part read, the write rate inside the part written (1h entries before 5m
+ones), the input rate after it. The bytes are split across the stubs by their
+estimated sizes only to place each in its tier.
+
+A warm cut's rewrite (what would have been read from cache, written again
+because the cut changed the prefix) is charged too: measured as the previous
+request's prompt total (the cached prefix this request would have read)
+minus the tokens the new cuts removed from it minus what this request did
+read; the economist's estimate only when the previous total is unknown.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.exchange import SurgerySent
+from scalpel_desktop.accounting.token_ratio import TokenRatio, for_request
+from scalpel_desktop.exchange import Realized, SurgerySent
 from scalpel_desktop.wire.usage import Usage
 
+ESTIMATE_BYTES_PER_TOKEN = 3.3  # the unit of the economist's per-message sizes (``stage._shape``)
 
-def realized(prices: Any, sent: SurgerySent, usage: Usage) -> tuple[int, float]:
-    """Tokens and dollars saved, each token at the rate its position was billed at (SPEC 7):
-    the cache-read rate inside the part read from cache, the write rate inside the
-    part written (1h entries come before 5m ones), the input rate after it."""
+
+def realized(prices: Any, sent: SurgerySent, usage: Usage, ratio: TokenRatio | None = None,
+             sent_bytes: int = 0) -> Realized:
+    """The saving of the stubs ``sent`` carried, as a ``Realized`` with its provenance."""
     rates = prices.rates(sent.model).for_prompt(usage.prompt_tokens)
+    r = for_request(ratio, usage.prompt_tokens, sent_bytes)
     total = usage.prompt_tokens
     read_end = usage.cache_read
     w1h_end = read_end + usage.cache_write_1h
     w_end = w1h_end + usage.cache_write_5m
+    weights = [max(0, saved) for _, _, saved, _ in sent.stubs]
+    wsum = sum(weights)
+    removed = r.tokens(max(0, sent.bytes_removed))
     tokens = 0
     usd = 0.0
-    for _, frac, saved, _ in sent.stubs:
+    new_tokens = 0.0
+    for (_, frac, _, kind), w in zip(sent.stubs, weights):
+        share = removed * (w / wsum if wsum else 1 / len(sent.stubs))
         at = frac * total
         if at < read_end:
             rate = rates.cache_read
@@ -29,10 +57,22 @@ def realized(prices: Any, sent: SurgerySent, usage: Usage) -> tuple[int, float]:
             rate = rates.write_5m
         else:
             rate = rates.input
-        tokens += saved
-        usd += saved * rate
+        usd += share * rate
+        if kind == "new":
+            new_tokens += share
+    tokens = removed
+    prov: dict[str, Any] = {"tier": "usage", "tokens": r.method, "bytes": max(0, sent.bytes_removed),
+                            **{k: v for k, v in r.provenance().items() if k != "method"}}
     if sent.rewrite_tokens:
         # A warm (payback) cut re-wrote what would have been read: charge it here.
         write = rates.write_1h if usage.cache_write_1h >= usage.cache_write_5m else rates.write_5m
-        usd -= sent.rewrite_tokens * (write - rates.cache_read)
-    return tokens, round(usd, 9)
+        if r.previous_prompt is not None:
+            rewrite = max(0.0, min(usage.cache_write_1h + usage.cache_write_5m,
+                                   r.previous_prompt - new_tokens - usage.cache_read))
+            prov["rewrite"] = "usage"
+        else:
+            rewrite = r.tokens(sent.rewrite_tokens * ESTIMATE_BYTES_PER_TOKEN)
+            prov["rewrite"] = "estimate"
+        prov["rewrite_tokens"] = int(round(rewrite))
+        usd -= rewrite * (write - rates.cache_read)
+    return Realized("surgery", int(tokens), round(usd, 9), prov)

@@ -15,9 +15,11 @@ For each API request with a conversation view:
    request checks); on any doubt the original bytes go out.
 
 ``on_response`` tells the economist when the response ended (the TTL runs from
-there) and prices the realized saving from the usage counts (SPEC 7): each
-removed token at the rate its position was billed at in this request - cache
-read, cache write, or plain input after the last cached point.
+there) and prices the realized saving from the usage counts (SPEC 7): the
+bytes the stubs removed times the conversation's measured tokens per byte
+(``ex.token_ratio``), each token at the rate its position was billed at in
+this request - cache read, cache write, or plain input after the last cached
+point (``surgery/realized.py``).
 
 Speed: per conversation the stage keeps the previous request (raw bytes, where
 each message sits, hashes, the body sent with its stubs: ``surgery/memo.py``).
@@ -48,7 +50,7 @@ from typing import Any
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.config import setting
-from scalpel_desktop.exchange import Decision, Exchange, Realized, SurgerySent
+from scalpel_desktop.exchange import Exchange, SurgerySent
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog
@@ -143,7 +145,7 @@ class SurgeryStage:
         if view is None:
             return
         if excluded(view.cwd(), self._get("exclude_dirs")):
-            ex.decision = Decision("unchanged", "working directory excluded")
+            ex.decision.note("working directory excluded")
             return
         replayed = self._reapply(view, prev_view)
         shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout, prev_view), layout, pol)
@@ -183,6 +185,7 @@ class SurgeryStage:
         sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
         positions = stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
+        sent.bytes_removed = len(base) - len(body)
         ex.surgery = sent
         if layout is not None:
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
@@ -191,22 +194,28 @@ class SurgeryStage:
     @staticmethod
     def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,
                 extra: dict[str, Any] | None = None) -> None:
-        """The decision for the ledger, from the economist's plan: ONE builder for both paths."""
-        figures = dict(plan.figures)
-        figures.update({"replayed": replayed, "new_cuts": len(cuts)})
+        """The decision for the ledger, from the economist's plan: ONE builder for both paths.
+
+        Adds this stage's changes (``replayed``, ``cut``) to what earlier stages recorded
+        (the tool filter's ``filtered``): the decision names every change the bytes show."""
+        d = ex.decision
+        d.figures.update(plan.figures)
+        d.figures.update({"replayed": replayed, "new_cuts": len(cuts)})
         if extra:
-            figures.update(extra)
-        if cuts:
-            figures["tokens_cut"] = sum(c.saved_tokens for c in cuts)
-            figures["rewrite_tokens"] = plan.rewrite_tokens
-            ex.decision = Decision("cut", plan.reason, removed, figures)
-            return
+            d.figures.update(extra)
         reason = plan.reason
-        if plan.cut_ids:
+        if cuts:
+            d.figures["tokens_cut"] = sum(c.saved_tokens for c in cuts)
+            d.figures["rewrite_tokens"] = plan.rewrite_tokens
+        elif plan.cut_ids:
             reason = f"surgeon could not cut; {reason}"
         if replayed:
-            reason = f"replayed {replayed} earlier cuts; {reason}"
-        ex.decision = Decision("unchanged", reason, removed, figures)
+            d.add("replayed", f"replayed {replayed} earlier cuts")
+        if cuts:
+            d.add("cut", reason)
+        else:
+            d.note(reason)
+        d.tokens_removed += removed
 
     def _fast(self, ex: Exchange, doc: dict, ckey: Any, model: str, pol: Policy, snap: Snapshot,
               layout: Layout, raw: bytes) -> bool:
@@ -236,7 +245,8 @@ class SurgeryStage:
         plan = self.economist.decide(shape, (), policy=pol.name, brk=brk)  # nothing to cut: the plan says why
         serial = self.economist.record_sent(shape, hashes, brk)
         sent = SurgerySent(serial, ckey, model,
-                           [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs])
+                           [(tid, off / size, saved, "replayed") for tid, off, saved, _ in snap.stubs],
+                           bytes_removed=len(raw) - len(body) if body is not None else 0)
         ex.surgery = sent
         self.memo.put(ckey, Snapshot(raw, layout, body, snap.shift[:k] + [snap.shift[k - 1]] * (len(msgs) - k),
                                      list(hashes), list(snap.stubs), view=snap.view))
@@ -270,7 +280,7 @@ class SurgeryStage:
             hashes = tuple(self._hashes(original, layout)) if original is not None else ()
         serial = self.economist.record_sent(shape, hashes, brk)
         ex.surgery = SurgerySent(serial, shape.key, shape.model)
-        ex.decision = Decision("unchanged", reason[:300])
+        ex.decision.note(reason[:300])  # an earlier stage's change (the filter's) still went out
 
     def _reapply(self, view: Any, previous: Any = None) -> dict[str, int]:
         """Re-apply logged cuts; return {tool_use_id: tokens saved} of the replayed ones."""
@@ -294,8 +304,7 @@ class SurgeryStage:
                                        usage.cache_read if usage else None)
         if usage is None or res.status >= 400 or not sent.stubs:
             return
-        tokens, usd = realized(self.prices, sent, usage)
-        ex.realized.append(Realized("surgery", tokens, usd))
+        ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

@@ -6,8 +6,9 @@ on any doubt it leaves the body alone. It edits ``ex.doc`` in place (new
 ``tools`` list, new skill-listing message) and serializes once, so a later
 mutating stage that builds from ``ex.doc`` keeps the change.
 
-Realized savings are recorded only after the response: tokens really not sent,
-priced at the tier that request was billed at (``tools/realized.py``), into
+Realized savings are recorded only after the response: tokens really not sent
+(the bytes removed times the conversation's tokens per byte measured from its
+usage, ``ex.token_ratio``), priced at the tier that request was billed at (``tools/realized.py``), into
 ``ex.realized`` (summed by the ledger recorder) and the
 ``tool_filter_savings`` table.
 
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.exchange import Decision, Exchange, Realized, ToolFilterNote
+from scalpel_desktop.accounting.token_ratio import for_request
+from scalpel_desktop.exchange import Exchange, Realized, ToolFilterNote
 from scalpel_desktop.tools.filter import filter_request
 from scalpel_desktop.tools.inventory_stage import InventoryStage
 from scalpel_desktop.tools.pins import SessionPins
@@ -74,14 +76,13 @@ class ToolFilterStage:
         for k in ("tools", "messages"):
             if k in result.doc and result.doc[k] is not doc.get(k):
                 doc[k] = result.doc[k]
+        before = len(ex.new_body) if ex.new_body is not None else len(req.body)
         ex.new_body = dumps(doc)
         note.removed = [(r.name, r.tokens) for r in result.removed]
+        note.bytes_removed = max(0, before - len(ex.new_body))
         tokens = result.tokens
-        if ex.decision.action == "unchanged":
-            ex.decision = Decision("filtered", f"tool filter: {len(result.removed)} declaration(s) not sent",
-                                   tokens_removed=tokens, figures={"tool_filter_tokens": tokens})
-        else:
-            ex.decision.figures["tool_filter_tokens"] = tokens
+        ex.decision.add("filtered", f"tool filter: {len(result.removed)} declaration(s) not sent", tokens)
+        ex.decision.figures["tool_filter_tokens"] = tokens
 
     def on_response(self, ex: Exchange) -> None:
         note = ex.tool_filter
@@ -96,14 +97,22 @@ class ToolFilterStage:
             rates = rates.for_prompt(resp.usage.prompt_tokens)  # long-context tiers
         total_tokens, total_usd, rows = 0, 0.0, []
         key = ex.key
-        for name, tokens in note.removed:
+        # Tokens not sent: the bytes the filter removed x the conversation's measured tokens
+        # per byte, split across the declarations by their estimated sizes.
+        ratio = for_request(ex.token_ratio, resp.usage.prompt_tokens, len(ex.body_to_send()))
+        measured = ratio.tokens(note.bytes_removed)
+        weight = sum(t for _, t in note.removed) or 1
+        for name, estimated in note.removed:
+            tokens = int(round(measured * estimated / weight))
             usd = price(tokens, tier, rates)
             total_tokens += tokens
             total_usd += usd or 0.0
             rows.append((resp.finished_at, key.session_id if key else "", key.agent_id if key else "",
                          ex.model, name, tokens, tier, usd))
         note.realized = {"tokens": total_tokens, "usd": total_usd if rates is not None else None, "tier": tier}
-        ex.realized.append(Realized("tool_filter", total_tokens, total_usd))
+        prov = {"tier": "usage", "tokens": ratio.method, "bytes": note.bytes_removed,
+                **{k: v for k, v in ratio.provenance().items() if k != "method"}}
+        ex.realized.append(Realized("tool_filter", total_tokens, total_usd, prov))
         self.writer.submit(self.store.add_savings, rows)
 
     def _rates(self, model: str) -> Any:

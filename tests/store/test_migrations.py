@@ -10,6 +10,8 @@ SCHEMA_COLUMNS = [
     "est_tokens_before", "est_tokens_after", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
     "output_tokens", "decision", "reason", "tokens_removed", "figures", "realized_tokens", "realized_usd",
     "ttfb_ms", "total_ms", "error",
+    # m004: how the realized figures were obtained
+    "realized_tier", "realized_tokens_by", "realized_bytes", "tokens_per_byte", "ratio_pairs", "ratio_error_pct",
 ]
 
 

@@ -69,11 +69,11 @@ def h(tmp_path):
 def test_warm_conversation_is_never_cut(h):
     s, big = session_with_superseded_read()
     ex1 = h.send(s.body(MODEL), at=1000)
-    assert ex1.decision.action == "unchanged" and "first-seen" in ex1.decision.reason
+    assert ex1.decision.label == "unchanged" and "first-seen" in ex1.decision.reason
     s.text("ok")
     s.user("go on")
     ex2 = h.send(s.body(MODEL), at=1030)
-    assert ex2.new_body is None and ex2.decision.action == "unchanged"
+    assert ex2.new_body is None and ex2.decision.label == "unchanged"
     assert ex2.decision.figures["break_reason"] == "append"
 
 
@@ -83,7 +83,7 @@ def test_cut_after_ttl_expiry_is_valid_recoverable_and_replayed(h):
     s.user("back after lunch")
     original = s.body(MODEL)
     ex = h.send(original, at=1000 + 2 + 300 + 31)
-    assert ex.decision.action == "cut", ex.decision.reason
+    assert ex.decision.label == "cut", ex.decision.reason
     assert "ttl-expired" in ex.decision.reason
     assert ex.decision.tokens_removed > 0 and ex.decision.figures["new_cuts"] == 1
     sent = loads(ex.new_body)
@@ -159,36 +159,42 @@ def test_count_tokens_and_unknown_bodies_pass(h):
 
 
 def _cut_then_price(h, usage_for):
+    """A cut, then its answer with usage counts ``usage_for(prompt tokens)`` for a prompt of
+    a quarter token per byte sent. Returns (bytes removed, tokens per byte, realized notes)."""
     s, big = session_with_superseded_read()
     h.send(s.body(MODEL), at=1000)
     s.user("later")
-    body = s.body(MODEL)
-    ex = h.stage_ex = h.chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, dumps(body), 10_000))
-    assert ex.decision.action == "cut"
-    saved = ex.decision.tokens_removed
-    h.chain.complete(ex, ResponseResult(200, usage_for(len(ex.new_body)), 1.0, 1.0, 10_002))
-    return saved, [vars(r) for r in ex.realized]
+    raw = dumps(s.body(MODEL))
+    ex = h.stage_ex = h.chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, raw, 10_000))
+    assert ex.decision.label == "cut"
+    prompt = len(ex.new_body) // 4
+    h.chain.complete(ex, ResponseResult(200, usage_for(prompt), 1.0, 1.0, 10_002))
+    return len(raw) - len(ex.new_body), prompt / len(ex.new_body), [vars(r) for r in ex.realized]
 
 
 def test_realized_saving_priced_at_the_rate_of_its_position(h):
     r = PRICES.rates(MODEL)
     # Everything written (cold): the cut tokens would have been written at 5m.
-    saved, notes = _cut_then_price(h, lambda n: Usage(cache_write_5m=50_000, input_tokens=10))
-    assert notes == [{"kind": "surgery", "tokens": saved, "usd": pytest.approx(saved * r.write_5m)}]
+    removed, ratio, notes = _cut_then_price(h, lambda p: Usage(cache_write_5m=p - 10, input_tokens=10))
+    tokens = round(removed * ratio)  # the bytes removed x this request's own tokens per byte (no calibration yet)
+    assert removed > 0 and notes == [{
+        "kind": "surgery", "tokens": tokens, "usd": pytest.approx(tokens * r.write_5m),
+        "provenance": {"tier": "usage", "tokens": "own_request", "bytes": removed,
+                       "tokens_per_byte": round(ratio, 6), "pairs": 0, "error_pct": None}}]
 
 
 def test_realized_saving_in_the_read_part_is_priced_at_the_read_rate(tmp_path):
     h = Harness(tmp_path)
     r = PRICES.rates(MODEL)
-    saved, notes = _cut_then_price(h, lambda n: Usage(cache_read=50_000, input_tokens=10))
-    assert notes[0]["usd"] == pytest.approx(saved * r.cache_read)
+    removed, ratio, notes = _cut_then_price(h, lambda p: Usage(cache_read=p - 10, input_tokens=10))
+    assert notes[0]["usd"] == pytest.approx(round(removed * ratio) * r.cache_read)
 
 
 def test_realized_saving_after_the_last_breakpoint_is_priced_as_input(tmp_path):
     h = Harness(tmp_path)
     r = PRICES.rates(MODEL)
-    saved, notes = _cut_then_price(h, lambda n: Usage(input_tokens=50_000))
-    assert notes[0]["usd"] == pytest.approx(saved * r.input)
+    removed, ratio, notes = _cut_then_price(h, lambda p: Usage(input_tokens=p))
+    assert notes[0]["usd"] == pytest.approx(round(removed * ratio) * r.input)
 
 
 def test_build_surgery_stage(tmp_path):
@@ -225,7 +231,7 @@ def test_the_reuse_fast_path_sends_exactly_what_the_full_analysis_sends(tmp_path
         sa = a.body_to_send().replace(str(tmp_path / "fast").encode(), b"ROOT")
         sb = b.body_to_send().replace(str(tmp_path / "slow").encode(), b"ROOT")
         assert sa == sb
-        assert a.decision.action == b.decision.action
+        assert a.decision.label == b.decision.label
         assert a.decision.tokens_removed == b.decision.tokens_removed
         # One decision builder: the fast path words its decision as a full analysis does.
         assert a.decision.reason == b.decision.reason
@@ -263,7 +269,7 @@ def test_an_earlier_stages_rewrite_is_kept_warm_cold_and_on_refusal(tmp_path):
     assert len(loads(warm.body_to_send())["tools"]) == len(s.body(MODEL)["tools"]) - 1
     s.user("after lunch")
     cold = h.send(s.body(MODEL), at=10_000)
-    assert cold.decision.action == "cut", cold.decision.reason
+    assert cold.decision.label == "cut", cold.decision.reason
     sent = loads(cold.body_to_send())
     assert len(sent["tools"]) == len(s.body(MODEL)["tools"]) - 1
     assert is_stub(view_for("messages", sent).result(big).content)
@@ -293,10 +299,10 @@ def test_sharing_the_previous_view_sends_exactly_what_a_fresh_analysis_sends(tmp
         sa = a.body_to_send().replace(str(tmp_path / "fast").encode(), b"ROOT")
         sb = b.body_to_send().replace(str(tmp_path / "slow").encode(), b"ROOT")
         assert sa == sb
-        assert (a.decision.action, a.decision.tokens_removed) == (b.decision.action, b.decision.tokens_removed)
+        assert (a.decision.label, a.decision.tokens_removed) == (b.decision.label, b.decision.tokens_removed)
         fast_figures = {k: v for k, v in a.decision.figures.items() if k != "reused_units"}
         assert (a.decision.reason, fast_figures) == (b.decision.reason, b.decision.figures)
-        cuts += a.decision.action == "cut"
+        cuts += "cut" in a.decision.changes
         snap = fast.stage.memo.get((a.key.session_id, a.key.agent_id))
         shared += snap is not None and snap.view is not None and snap.view.reused_units > 0
         for pipe, ex in ((fast, a), (slow, b)):

@@ -44,7 +44,7 @@ def test_filters_and_keeps_the_rest_byte_for_byte(tmp_path):
     removals.remove(store, "ReportFindings", source="cli", force=True)
     doc = body([tool(n) for n in CC_TOOLS], session="s1")
     ex = chain.process(request(doc))
-    assert ex.changed and ex.decision.action == "filtered"
+    assert ex.changed and ex.decision.label == "filtered"
     sent = loads(ex.body_to_send())
     assert [t["name"] for t in sent["tools"]] == [n for n in CC_TOOLS if n != "ReportFindings"]
     expected = copy.deepcopy(doc)
@@ -142,11 +142,15 @@ def test_realized_savings_priced_at_the_billed_tier(tmp_path):
     ]
     for i, (usage, tier) in enumerate(cases):
         ex = chain.process(request(body([tool(n) for n in CC_TOOLS], session="R", turns=0)))
-        tokens = ex.decision.figures["tool_filter_tokens"]
+        removed = len(ex.request.body) - len(ex.body_to_send())
         chain.complete(ex, ResponseResult(200, usage, 10.0, 20.0, 1_800_000_100.0 + i))
         (real,) = ex.realized
-        assert real.kind == "tool_filter" and real.tokens == tokens
-        assert abs(real.usd - tokens * getattr(rates, tier)) < 1e-12
+        # the bytes not sent x this request's own tokens per byte (no calibration stage here)
+        per_byte = usage.prompt_tokens / len(ex.body_to_send())
+        assert real.kind == "tool_filter" and removed > 0
+        assert abs(real.tokens - removed * per_byte) <= len(ex.tool_filter.removed)  # rounded per declaration
+        assert abs(real.usd - real.tokens * getattr(rates, tier)) < 1e-12
+        assert real.provenance["tokens"] == "own_request" and real.provenance["bytes"] == removed
         assert ex.tool_filter.realized["tier"] == tier
     # a failed request saved nothing
     ex = chain.process(request(body([tool(n) for n in CC_TOOLS], session="R")))
