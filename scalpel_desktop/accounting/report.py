@@ -10,9 +10,12 @@ correctly, long-context premiums included), with the price table's ``as_of``.
 Savings come in two kinds, never mixed:
 
 * realized: what stages recorded from requests that were actually changed
-  (``realized_tokens`` / ``realized_usd``, priced by the stage at the tier
-  each removed token would have been billed at);
-* projected: the estimated ``tokens_removed`` of changed requests, with the
+  (``realized_tokens`` / ``realized_usd``: the bytes removed times the
+  conversation's tokens per byte measured from its usage, priced at the tier
+  each removed token would have been billed at), with the error bound the
+  rows' ratios carry (``error_usd``) and the dollars whose ratio has none
+  (``unbounded_usd``: a conversation too short to calibrate);
+* projected: the estimated ``tokens_removed`` of requests, with the
   weight used to price them stated (one cache read of each removed token per
   later turn, at the model's cache-read rate).
 """
@@ -27,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.decisions import is_change
 from scalpel_desktop.store.ledger_queries import report_rows
 from scalpel_desktop.wire.usage import Usage
 
@@ -77,6 +81,9 @@ class Totals:
     decisions: dict[str, int] = field(default_factory=dict)
     realized_tokens: int = 0
     realized_usd: float = 0.0
+    realized_error_usd: float = 0.0  # the sum of each row's bound (its ratio's error x its dollars)
+    realized_unbounded_usd: float = 0.0  # dollars converted with a ratio that has no bound (own_request)
+    realized_sources: dict[str, int] = field(default_factory=dict)  # rows per tokens source
     changed_requests: int = 0
     projected_tokens: int = 0
     projected_usd: float = 0.0
@@ -95,7 +102,8 @@ class Totals:
         return self.tokens["cache_read"] / p if p else None
 
     def add(self, row: sqlite3.Row | tuple, prices: PriceTable, assumed: dict[str, str]) -> None:
-        (ts, model, status, body, sent, i, w5, w1, cr, out, decision, removed, r_tok, r_usd, error) = row
+        (ts, model, status, body, sent, i, w5, w1, cr, out, decision, removed, r_tok, r_usd, error,
+         tokens_by, error_pct) = row
         self.requests += 1
         self.first_ts = ts if self.first_ts is None or (ts is not None and ts < self.first_ts) else self.first_ts
         self.last_ts = ts if self.last_ts is None or (ts is not None and ts > self.last_ts) else self.last_ts
@@ -118,8 +126,15 @@ class Totals:
         if r_tok is not None or r_usd is not None:
             self.realized_tokens += r_tok or 0
             self.realized_usd += r_usd or 0.0
-        if removed:
+            source = tokens_by or "estimate"  # rows from before m004 were converted with the estimator
+            self.realized_sources[source] = self.realized_sources.get(source, 0) + 1
+            if error_pct is not None:
+                self.realized_error_usd += abs(r_usd or 0.0) * error_pct / 100.0
+            else:
+                self.realized_unbounded_usd += abs(r_usd or 0.0)
+        if is_change(decision):
             self.changed_requests += 1
+        if removed:
             self.projected_tokens += removed
             self.projected_usd += rates.price_tokens("cache_read", removed)
 
@@ -135,7 +150,9 @@ class Totals:
             "body_bytes": self.body_bytes,
             "sent_bytes": self.sent_bytes,
             "decisions": dict(sorted(self.decisions.items())),
-            "realized": {"tokens": self.realized_tokens, "usd": self.realized_usd},
+            "realized": {"tokens": self.realized_tokens, "usd": self.realized_usd,
+                         "error_usd": self.realized_error_usd, "unbounded_usd": self.realized_unbounded_usd,
+                         "sources": dict(sorted(self.realized_sources.items())), "tier": "usage"},
             "projected": {"tokens": self.projected_tokens, "usd": self.projected_usd,
                           "changed_requests": self.changed_requests},
             "first_ts": self.first_ts,

@@ -100,6 +100,14 @@ def _saved(d: dict[str, Any]) -> str:
     return "-" if not d["tokens"] and not d["usd"] else f"{_tok(d['tokens'])} / {_usd(d['usd'])}"
 
 
+def _realized(d: dict[str, Any]) -> str:
+    """Realized tokens / dollars with the error bound their ratios carry (``±?`` when some have none)."""
+    if not d["tokens"] and not d["usd"]:
+        return "-"
+    bound = "±?" if d.get("unbounded_usd") else f"±{_usd(d.get('error_usd', 0.0))}"
+    return f"{_saved(d)} {bound}"
+
+
 def _share(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.1f}%"
 
@@ -127,7 +135,7 @@ def _print_rich(rep: dict[str, Any]) -> None:
         table.add_row(
             label, f"{g['requests']:,}", _tok(t["input"]), _tok(t["write_5m"]), _tok(t["write_1h"]),
             _tok(t["cache_read"]), _tok(t["output"]), _usd(g["cost_usd"]), _share(g["cache_share"]),
-            _saved(g["realized"]),
+            _realized(g["realized"]),
             _saved(g["projected"]),
             style=style,
         )
@@ -150,5 +158,18 @@ def _print_rich(rep: dict[str, Any]) -> None:
         console.print(f"[yellow]warning:[/] {w}")
     for model, label in rep["assumed_prices"].items():
         console.print(f"[yellow]assumed:[/] {model or '(no model)'} priced as {label}")
-    console.print("realized = measured on requests that were changed; projected = estimated tokens removed, "
-                  f"{rep['projected_weight']}")
+    real = total["realized"]
+    if real["tokens"] or real["usd"]:
+        sources = ", ".join(f"{_SOURCES.get(k, k)} {v:,}" for k, v in real["sources"].items())
+        console.print(f"realized: tier from each request's usage counts; tokens = bytes removed x the conversation's "
+                      f"tokens per byte measured from its usage ({sources} requests); error bound "
+                      f"±{_usd(real['error_usd'])}" + (f", plus {_usd(real['unbounded_usd'])} with no bound "
+                                                        "(own request's ratio)" if real["unbounded_usd"] else ""))
+    console.print(f"changed {total['projected']['changed_requests']:,} of {total['requests']:,} requests "
+                  "(sent bytes differ from received; see decisions)")
+    console.print("realized = measured on requests that were changed; projected (a projection, not measured) = "
+                  f"estimated tokens removed, {rep['projected_weight']}")
+
+
+_SOURCES = {"fit": "fitted on its own", "pooled": "pooled from other conversations", "own_request": "own request",
+            "estimate": "estimated"}

@@ -5,13 +5,15 @@ Input: the session JSON Claude Code 2.1.x writes to the command's stdin
 ``context_window.context_window_size``, ...; a captured example is in
 ``tests/service/fixtures/statusline-after-turns.json``). Output, e.g.::
 
-    ctx 15.3k/1M (2%) · cache 99% · scalpel saved 12,400 tok ($0.05) · today 48,210 tok ($0.21)
+    ctx 15.3k/1M (2%) · cache 99% · scalpel saved 12,400 tok ($0.05) · last replayed · today 48,210 tok ($0.21)
 
 Context size, window and cache share come from Claude Code's own figures of
 the last response (what the API billed, after any cut); when absent, from the
 ledger's usage counts, and the window from the model table
 (``accounting.windows``). "Saved" is the realized saving the ledger recorded for this
-session, "today" every session's since local midnight: both from the ledger
+session, "last" the decision of its latest request when that request was
+changed (``decisions.py``: cut, replayed, filtered, joined by ``+``), "today"
+every session's since local midnight: both from the ledger
 reader (``store/ledger_queries.py``), the same query as the tray's and the
 dashboard's. Stdlib only (sqlite3), well under 50 ms, never raises.
 """
@@ -91,6 +93,10 @@ def render(payload: dict) -> str:
         parts.append("ctx -")
     if figures is not None and figures.requests:
         parts.append(f"scalpel saved {figures.realized_tokens:,} tok (${figures.realized_usd:,.2f})")
+        from scalpel_desktop.decisions import is_change
+
+        if is_change(figures.last_decision):  # what the last request's bytes show (cut, replayed, filtered)
+            parts.append(f"last {figures.last_decision}")
         if today is not None:
             parts.append(f"today {today.tokens:,} tok (${today.usd:,.2f})")
     else:

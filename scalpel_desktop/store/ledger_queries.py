@@ -225,7 +225,7 @@ def recent_sessions(conn: sqlite3.Connection, since: float, until: float, limit:
 
 REPORT_COLUMNS = ("ts", "model", "status", "body_bytes", "sent_bytes", "input_tokens", "cache_write_5m",
                   "cache_write_1h", "cache_read", "output_tokens", "decision", "tokens_removed", "realized_tokens",
-                  "realized_usd", "error")
+                  "realized_usd", "error", "realized_tokens_by", "ratio_error_pct")
 REPORT_GROUPS = {"day": "ts", "session": "session", "model": "model", None: "NULL"}
 
 
@@ -240,7 +240,9 @@ def report_rows(conn: sqlite3.Connection, *, since: float | None = None, until: 
     if until is not None:
         where.append("ts < ?")
         params.append(until)
-    sql = f"SELECT {REPORT_GROUPS[group]}, {', '.join(REPORT_COLUMNS)} FROM requests"
+    have = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}  # a ledger from before m004 lacks some
+    cols = ", ".join(c if c in have else f"NULL AS {c}" for c in REPORT_COLUMNS)
+    sql = f"SELECT {REPORT_GROUPS[group]}, {cols} FROM requests"
     if where:
         sql += " WHERE " + " AND ".join(where)
     return conn.execute(sql + " ORDER BY ts, id", params)

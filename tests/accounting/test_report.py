@@ -145,7 +145,7 @@ def test_a_hand_computed_row(conn):
     # Opus 4.1: $15 in, $18.75 5m write, $1.50 cache read, $75 out per MTok
     assert t["cost_usd"] == pytest.approx((100 * 15 + 3500 * 18.75 + 40000 * 1.5 + 200 * 75) / M)
     assert t["cache_share"] == pytest.approx(40000 / 43600)
-    assert t["realized"] == {"tokens": 240, "usd": pytest.approx(0.00036)}
+    assert (t["realized"]["tokens"], t["realized"]["usd"]) == (240, pytest.approx(0.00036))
     assert t["projected"]["tokens"] == 240 and t["projected"]["usd"] == pytest.approx(240 * 1.5 / M)
 
 
@@ -170,3 +170,23 @@ def test_parse_since_dates():
 def test_bad_by():
     with pytest.raises(ReportError, match="day, session, model"):
         build_report(sqlite3.connect(":memory:"), by="week")
+
+
+def test_realized_carries_the_error_bound_of_each_rows_ratio():
+    """Two calibrated rows (one fitted with a 2% bound, one pooled with 5%) and one whose
+    ratio has no bound: the bound is the sum of each row's, the unbounded dollars apart."""
+    conn = db.connect()
+    rows = [(0.010, "fit", 2.0, "cut"), (0.020, "pooled", 5.0, "replayed+filtered"), (0.004, "own_request", None,
+                                                                                       "replayed")]
+    conn.executemany("INSERT INTO requests (ts, model, decision, realized_tokens, realized_usd, realized_tokens_by, "
+                     "ratio_error_pct) VALUES (?, 'claude-opus-5-5', ?, 100, ?, ?, ?)",
+                     [(NOW, d, usd, by, err) for usd, by, err, d in rows])
+    conn.execute("INSERT INTO requests (ts, model, decision) VALUES (?, 'claude-opus-5-5', 'unchanged')", (NOW,))
+    conn.commit()
+    t = build_report(conn, prices=PriceTable.builtin())["total"]
+    assert t["realized"]["usd"] == pytest.approx(0.034)
+    assert t["realized"]["error_usd"] == pytest.approx(0.010 * 0.02 + 0.020 * 0.05)
+    assert t["realized"]["unbounded_usd"] == pytest.approx(0.004)
+    assert t["realized"]["sources"] == {"fit": 1, "own_request": 1, "pooled": 1}
+    assert t["projected"]["changed_requests"] == 3
+    assert t["decisions"] == {"cut": 1, "replayed": 1, "replayed+filtered": 1, "unchanged": 1}

@@ -64,7 +64,10 @@ def test_json_report_figures(capsys):
     cost = sum(r[3] * prices.rates(r[2]).input + r[4] * prices.rates(r[2]).write_5m + r[5] * prices.rates(r[2]).write_1h
                + r[6] * prices.rates(r[2]).cache_read + r[7] * prices.rates(r[2]).output for r in rows)
     assert t["cost_usd"] == pytest.approx(cost)
-    assert t["realized"] == {"tokens": 900, "usd": pytest.approx(0.00027)}
+    # a row without provenance columns (written before m004) counts as estimated, with no bound
+    assert t["realized"] == {"tokens": 900, "usd": pytest.approx(0.00027), "error_usd": 0.0,
+                             "unbounded_usd": pytest.approx(0.00027), "sources": {"estimate": 1}, "tier": "usage"}
+    assert t["projected"]["changed_requests"] == 1  # the "cut" row; "paused" and "unchanged" changed nothing
     assert {g["key"] for g in data["groups"]} == {r[2] for r in rows}
     assert data["prices"]["as_of"] == prices.as_of
     assert data["assumed_prices"] == {"claude-unknown-x": "claude-sonnet-4 (assumed)"}

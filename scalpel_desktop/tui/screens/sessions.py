@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from scalpel_desktop.decisions import changes_of
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
 
@@ -99,5 +100,9 @@ def cells(row: SessionRow, now: float) -> tuple:
 
 
 def decision_style(decision: str) -> str:
-    return {"cut": "bold green", "filtered": "bold cyan", "error": "bold red", "paused": "yellow",
-            "skipped": "magenta"}.get(decision or "", "")
+    """A decision's colour: by its most telling change (``cut+filtered`` shows as a cut)."""
+    changes = changes_of(decision)
+    for change, style in (("cut", "bold green"), ("replayed", "green"), ("filtered", "bold cyan")):
+        if change in changes:
+            return style
+    return {"error": "bold red", "paused": "yellow", "skipped": "magenta"}.get(decision or "", "")
