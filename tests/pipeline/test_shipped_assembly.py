@@ -7,6 +7,8 @@ idle past any TTL (the shared test clock, ``SCALPEL_TEST_CLOCK_FILE``), and is
 resumed. Then: the removed declaration never reached the upstream, the resumed
 turns carry superseded-read stubs, every body was accepted, the ledger recorded
 both kinds of realized saving, and every cut's spill file holds its original.
+And every ledger row's decision is what its bytes show: changed exactly when
+sent != received, naming the filter, new cuts and replayed stubs together.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from scalpel_desktop import clock
 from scalpel_desktop.cli import main as scalpel_main
 from scalpel_desktop.config import Config
+from scalpel_desktop.decisions import changes_of, is_change
 from scalpel_desktop.emulator.scripts import RESUME_TEXT, claude_code_session, prepare_workdir
 from scalpel_desktop.emulator.testing import running_emulator
 from scalpel_desktop.paths import dirs
@@ -97,7 +100,17 @@ def test_filter_and_surgery_together_through_the_shipped_pipeline(tmp_path, monk
     assert stubs and all(x.name == "Read" and "superseded read" in x.text for x in stubs)
 
     rows = _ledger_rows(dirs().database)
-    assert any(r["decision"] == "cut" for r in rows)
+    # Decisions as the bytes show them: a row is changed exactly when the bytes sent differ
+    # from those received (the ledger keeps their sizes), and it names every change.
+    for r in rows:
+        assert (r["body_bytes"] != r["sent_bytes"]) == is_change(r["decision"]), (r["decision"], r["reason"])
+    labels = {r["decision"] for r in rows}
+    print("decisions:", sorted(labels))
+    assert "cut+filtered" in labels and "replayed+filtered" in labels and "filtered" in labels
+    upstream_stubs = sum(1 for r in emu.api_requests
+                         if any(is_stub(x.content) for x in view_for("messages", r.json()).tool_results))
+    carrying = sum(1 for r in rows if changes_of(r["decision"]) & {"cut", "replayed"})
+    assert carrying == upstream_stubs > 0  # every request that carried a stub says so
     assert any((r["realized_tokens"] or 0) > 0 for r in rows)
     conn = sqlite3.connect(dirs().database)
     kinds = {k for (k,) in conn.execute("SELECT DISTINCT name FROM tool_filter_savings")}
