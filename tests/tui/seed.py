@@ -1,8 +1,11 @@
 """A realistic ledger for the dashboard tests, written through the real writers.
 
 Requests over 35 days (so the 30-day window has something to leave out),
-several sessions and models, sub-agents, count_tokens calls, errors, cut and
-filtered requests with realized savings; the surgery log with spill files
+several sessions and models, sub-agents, count_tokens calls, errors, and
+only the decisions a real run records (new cuts, their replays on every later
+request, a tool filter on every request of a session that started with it,
+combined as ``cut+replayed+filtered``), with realized savings and their
+provenance; the surgery log with spill files
 (one of them gone); a tool inventory with calls, a removal list and filter
 savings. Deterministic (a seeded RNG, a frozen ``NOW``), and returns every
 row it wrote so tests compute expected figures on their own.
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from scalpel_desktop.decisions import changes_of, is_change, label
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.ledger import LedgerWriter
@@ -76,7 +80,10 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
         model = MODELS[0] if i % 2 == 0 else MODELS[1 + (i // 2) % 2]
         start = now - back
         seed.sessions[session] = {"model": model, "start": start, "turns": turns}
-        _session_requests(seed, rng, session, model, start, turns, last_gap={0: 40.0, 1: 95.0}.get(i))
+        _session_requests(seed, rng, session, model, start, turns, last_gap={0: 40.0, 1: 95.0}.get(i),
+                          filtered=i % 3 == 1)
+    for row in seed.requests:  # what a real run records: changed exactly when the bytes differ
+        assert (row["body_bytes"] != row["sent_bytes"]) == is_change(row["decision"]), row
     writer = LedgerWriter(dirs().database)
     for row in seed.requests:
         assert writer.submit(row)
@@ -88,28 +95,44 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
 
 
 def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, start: float, turns: int,
-                      last_gap: float | None) -> None:
+                      last_gap: float | None, filtered: bool = False) -> None:
+    """One session's rows, with only the decisions a real run records (``decisions.py``):
+    a new cut every 7th turn, its stubs replayed on every later turn, and in a session
+    started with the tool filter on, every main-agent request filtered. Bytes sent differ
+    from bytes received exactly on the changed rows."""
     ts = start
     prompt = rng.randint(14_000, 22_000)
+    stubbed = 0  # tokens the session's earlier cuts keep out (replayed on every later request)
+    filter_tokens = rng.randint(800, 2500) if filtered else 0
     if last_gap is not None:  # the live session's last request is ``last_gap`` seconds before now
         step = (seed.now - last_gap - start) / max(1, turns - 1)
     for t in range(turns):
         ts = start + t * step if last_gap is not None else ts + rng.uniform(20, 120)
         grow = rng.randint(600, 5200)
-        decision, reason, removed, r_tok, r_usd = "unchanged", "nothing dead (break 0: ttl-expired)", 0, None, None
+        changes: set[str] = set()
+        reasons: list[str] = []
+        new_cut = 0
+        if stubbed:
+            changes.add("replayed")
+            reasons.append("replayed earlier cuts")
         if t and t % 7 == 0:
-            removed = rng.randint(1500, 9000)
-            decision, reason = "cut", f"free: break at unit {t * 2} (ttl-expired)"
-            r_tok = int(removed * rng.uniform(0.8, 1.0))
-            r_usd = round(r_tok * rng.choice((0.3e-6, 3e-6, 1.5e-6)), 6)
-        elif t and t % 11 == 0:
-            removed = rng.randint(800, 2500)
-            decision, reason = "filtered", "tool filter: 2 declaration(s) not sent"
-            r_tok = removed
-            r_usd = round(r_tok * 0.3e-6, 6)
+            new_cut = rng.randint(1500, 9000)
+            changes.add("cut")
+            reasons.append(f"free: break at unit {t * 2} (ttl-expired)")
+        if filter_tokens:
+            changes.add("filtered")
+            reasons.append("tool filter: 2 declaration(s) not sent")
+        removed = stubbed + new_cut + filter_tokens
+        if not changes:
+            reasons.append("nothing dead (break 0: ttl-expired)")
         status, error = 200, None
         if t == 5 and turns > 20:
-            status, error, decision, reason = 529, "HTTP 529 from anthropic upstream", "unchanged", ""
+            status, error = 529, "HTTP 529 from anthropic upstream"
+        r_tok = r_usd = None
+        if changes and not error:
+            rate = {"claude-sonnet-4-5-20250929": 3e-6, "claude-opus-4-1-20250805": 15e-6}.get(model, 1e-6)
+            r_tok = int((stubbed + filter_tokens) * rng.uniform(0.9, 1.0)) + new_cut
+            r_usd = round((r_tok - new_cut) * rate * 0.1 + new_cut * rate * 1.25, 6)
         first = t == 0
         row = {
             "ts": ts, "session": session, "agent": None, "client": "claude-cli/2.1.332 (external, cli)",
@@ -117,27 +140,34 @@ def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, 
             "body_bytes": prompt * 3, "sent_bytes": (prompt - removed) * 3,
             "est_tokens_before": prompt, "est_tokens_after": prompt - removed,
             "input_tokens": None if error else rng.randint(1, 40),
-            "cache_write_5m": None if error else (prompt if first else grow),
+            "cache_write_5m": None if error else (prompt - removed if first else grow + new_cut),
             "cache_write_1h": None if error else 0,
-            "cache_read": None if error else (0 if first else prompt - grow - removed),
+            "cache_read": None if error else (0 if first else prompt - grow - removed - new_cut),
             "output_tokens": None if error else rng.randint(60, 1800),
-            "decision": decision, "reason": reason, "tokens_removed": removed,
+            "decision": label(changes), "reason": "; ".join(reasons), "tokens_removed": removed,
             "figures": '{"units":%d}' % (t * 2), "realized_tokens": r_tok, "realized_usd": r_usd,
             "ttfb_ms": rng.uniform(400, 2500), "total_ms": rng.uniform(2000, 30000), "error": error,
+            "_filter_tokens": filter_tokens,  # not a column: what the filter savings table gets
         }
+        if r_tok is not None:
+            row.update({"realized_tier": "usage", "realized_tokens_by": "fit" if t >= 4 else "own_request",
+                        "realized_bytes": (removed) * 3, "tokens_per_byte": round(1 / 3, 6), "ratio_pairs": t,
+                        "ratio_error_pct": 1.5 if t >= 4 else None})
         seed.requests.append(row)
-        prompt += grow - removed
-        if t % 9 == 4:  # a sub-agent request and a count_tokens call in between
+        stubbed += new_cut
+        prompt += grow
+        if t % 9 == 4:  # a sub-agent request and a count_tokens call in between: nothing to change
             seed.requests.append({**row, "ts": ts + 1, "agent": "agent-" + session[:4],
                                   "cache_read": 3000, "cache_write_5m": 900, "input_tokens": 5,
+                                  "body_bytes": 3900 * 3, "sent_bytes": 3900 * 3,
                                   "est_tokens_before": 3900, "est_tokens_after": 3900, "decision": "unchanged",
                                   "reason": "nothing dead", "tokens_removed": 0, "realized_tokens": None,
-                                  "realized_usd": None, "status": 200, "error": None})
-            seed.requests.append({**row, "ts": ts + 2, "endpoint": "count_tokens", "input_tokens": None,
-                                  "cache_read": None, "cache_write_5m": None, "cache_write_1h": None,
-                                  "output_tokens": None, "decision": "skipped", "reason": "count_tokens",
-                                  "tokens_removed": 0, "realized_tokens": None, "realized_usd": None,
-                                  "status": 200, "error": None})
+                                  "realized_usd": None, "status": 200, "error": None, "realized_tier": None,
+                                  "realized_tokens_by": None, "realized_bytes": None, "tokens_per_byte": None,
+                                  "ratio_pairs": None, "ratio_error_pct": None, "_filter_tokens": 0})
+            seed.requests.append({**seed.requests[-1], "ts": ts + 2, "agent": None, "endpoint": "count_tokens",
+                                  "input_tokens": None, "cache_read": None, "cache_write_5m": None,
+                                  "cache_write_1h": None, "output_tokens": None, "reason": ""})
 
 
 def _surgery_log(seed: Seed, rng: random.Random) -> None:
@@ -145,7 +175,7 @@ def _surgery_log(seed: Seed, rng: random.Random) -> None:
     spill = SpillStore()
     log = CutLog(conn)
     for r in seed.requests:
-        if r["decision"] != "cut":
+        if "cut" not in changes_of(r["decision"]):
             continue
         for j in range(rng.randint(1, 3)):
             tool = rng.choice(("Read", "Bash", "Grep"))
@@ -179,10 +209,10 @@ def _inventory(seed: Seed, rng: random.Random) -> None:
     store.add_removal("mcp__linear", "cli", forced=False, now=seed.now - 10 * DAY)
     seed.removals = ("mcp__linear",)
     for r in seed.requests:
-        if r["decision"] == "filtered":
+        if "filtered" in changes_of(r["decision"]) and r["realized_tokens"] is not None:
             for name in ("mcp__linear__create_issue", "mcp__linear__search_issues"):
-                row = (r["ts"], r["session"], "", r["model"], name, r["tokens_removed"] // 2, "cache_read",
-                       round(r["tokens_removed"] // 2 * 0.3e-6, 8))
+                row = (r["ts"], r["session"], "", r["model"], name, r["_filter_tokens"] // 2, "cache_read",
+                       round(r["_filter_tokens"] // 2 * 0.3e-6, 8))
                 seed.filter_savings.append(row)
     store.add_savings(seed.filter_savings)
     store.close()
