@@ -39,8 +39,10 @@ class Usage:
             w5 = _int(split.get("ephemeral_5m_input_tokens"))
             w1 = _int(split.get("ephemeral_1h_input_tokens"))
         if w5 + w1 != creation:
-            # No split given (or inconsistent): the total is what was billed; call it 5m.
-            w5, w1 = creation - w1 if w1 <= creation else creation, min(w1, creation)
+            # No split given (or inconsistent): the total is what was billed; the 1h part
+            # (at most the total) stands, the rest is called 5m.
+            w1 = min(w1, creation)
+            w5 = creation - w1
         return cls(
             input_tokens=_int(u.get("input_tokens")),
             cache_write_5m=w5,
