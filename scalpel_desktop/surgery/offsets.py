@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from scalpel_desktop.surgery.doom import STUB_TOKENS
+from scalpel_desktop.wire.jsoncodec import dumps
 
 _RESULT_KEY = b'"tool_use_id":"'
 _PLAIN_ID = re.compile(rb'[^"\\\x00-\x1f]+')
@@ -48,7 +49,8 @@ def stub_positions(body: bytes, view: Any, replayed: dict[str, int], cuts: list)
         needle = tid.encode("utf-8")
         if _PLAIN_ID.fullmatch(needle):
             pos = first.get(needle, -1)
-        else:  # an id the one-pass scan cannot take apart: search for it as before
+        else:  # an id the one-pass scan cannot take apart: search for it as the body spells it
+            needle = dumps(tid)[1:-1]
             pos = body.find(_RESULT_KEY + needle + b'"')
         if pos < 0:
             pos = body.find(b'"' + needle + b'"')

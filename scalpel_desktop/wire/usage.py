@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -28,7 +28,7 @@ class Usage:
         return asdict(self)
 
     @classmethod
-    def from_anthropic(cls, u: Mapping[str, Any] | None) -> "Usage":
+    def from_anthropic(cls, u: Mapping[str, Any] | None) -> Usage:
         """From an Anthropic ``usage`` object (message, message_start or message_delta)."""
         if not isinstance(u, Mapping):
             return cls()
@@ -52,7 +52,7 @@ class Usage:
         )
 
     @classmethod
-    def from_openai(cls, u: Mapping[str, Any] | None) -> "Usage":
+    def from_openai(cls, u: Mapping[str, Any] | None) -> Usage:
         """From OpenAI Chat (prompt_tokens) or Responses (input_tokens) usage."""
         if not isinstance(u, Mapping):
             return cls()
