@@ -110,7 +110,7 @@ def test_chat_completion_and_its_chunks():
             c["arguments"] += tc["function"]["arguments"]
     assert [(c["id"], c["arguments"]) for c in calls.values()] == [
         (t["id"], t["function"]["arguments"]) for t in choice["message"]["tool_calls"]]
-    assert [ch for ch in chunks if ch["choices"] and ch["choices"][0]["finish_reason"]][0]["choices"][0][
+    assert next(ch for ch in chunks if ch["choices"] and ch["choices"][0]["finish_reason"])["choices"][0][
         "finish_reason"] == "tool_calls"
     assert "usage" not in list(answers.chat_chunks(done, include_usage=False))[-1]
 

@@ -14,9 +14,9 @@ BODY = '{"model":"m","messages":[{"role":"user","content":"café \\u2603 ☃"}]}
 
 def recorded(recorder: Recorder, **kw) -> RecordedRequest:
     headers = CIMultiDictProxy(CIMultiDict([("X-Api-Key", "k"), ("Accept", "a"), ("accept", "b")]))
-    fields = dict(method="POST", path="/v1/messages", query="beta=true", headers=headers, body=BODY, time=12.5,
-                  api="anthropic", endpoint="messages", status=200, usage=Usage(1, 2, 3, 4, 5), track="main",
-                  turn=2, fault=None, error=None, conversation="sess/agent")
+    fields = {"method": "POST", "path": "/v1/messages", "query": "beta=true", "headers": headers, "body": BODY,
+              "time": 12.5, "api": "anthropic", "endpoint": "messages", "status": 200, "usage": Usage(1, 2, 3, 4, 5),
+              "track": "main", "turn": 2, "fault": None, "error": None, "conversation": "sess/agent"}
     fields.update(kw)
     return recorder.add(**fields)
 
