@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from scalpel_desktop.bench.policies import FIRST_PARTY_KEEP, FIRST_PARTY_TRIGGER, DoomCuts, FirstPartyCuts
+from scalpel_desktop.bench.policies import (
+    FIRST_PARTY_KEEP,
+    FIRST_PARTY_TRIGGER,
+    DoomCuts,
+    FirstPartyCuts,
+)
 from scalpel_desktop.bench.simulate import Stub
 
 
