@@ -84,10 +84,11 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
 
 
 def render_tables(doc: dict[str, Any], console, sessions: list | None = None) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     ch = doc["check"]
-    console.print(f"[bold]scalpel bench[/] {doc['corpus']}  tier {doc['tier']}  prices as of {doc['prices_as_of']}")
+    console.print(f"[bold]scalpel bench[/] {escape(doc['corpus'])}  tier {doc['tier']}  prices as of {doc['prices_as_of']}")
     console.print(f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests replayed; "
                   f"real bill ${doc['real_cost_usd']:.2f} (the baseline)")
     t = Table(title="Policies (cost = real bill + simulated change; % of the real bill)")
@@ -106,7 +107,7 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
                   f"${ch['real_cost_usd']:.2f} ({ch['error_pct']:+.2f}%, {mark} the {ch['target_pct']:.0f}% target; "
                   f"median session {ch['abs_error_pct_by_session_median']:.2f}%).")
     for row in ch["off_target_sessions"]:
-        console.print(f"  {row['session']}: {row['error_pct']:+.1f}%")
+        console.print(f"  {escape(row['session'])}: {row['error_pct']:+.1f}%")
     console.print("proven: the saving without the client breaks inferred from the usage "
                   "(breaks visible from content and time alone).")
     sk = doc["skipped"]
@@ -118,7 +119,7 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
         for col in ["session", "kind", "reqs", "real $", "check %"] + [f"{n} $" for n in names]:
             st.add_column(col, justify="left" if col in ("session", "kind") else "right")
         for x in sessions:
-            st.add_row(x["session"], x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
+            st.add_row(escape(x["session"]), x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
                        f"{x['check_error_pct']:+.2f}",
                        *[f"{x['costs_usd'].get(n, x['real_cost_usd']):.3f}" for n in names])
         console.print(st)
