@@ -51,19 +51,23 @@ def _run(args: argparse.Namespace) -> int:
     from scalpel_desktop.service import hooks
     from scalpel_desktop.service.settings_file import SettingsError
 
+    changed = False
     try:
         if args.action == "install":
             hooks.install_hooks()
         elif args.action == "uninstall":
-            hooks.uninstall_hooks()
+            changed = hooks.uninstall_hooks()
     except SettingsError as e:
         raise CliError(str(e)) from None
     st = hooks.status()
     if args.json:
         print(json.dumps(st.as_dict(), indent=2))
         return 0
-    if args.action != "status":
-        print(f"hooks {args.action}ed in {st.settings_file}" if args.action == "install" else f"hooks removed from {st.settings_file}")
+    if args.action == "install":
+        print(f"hooks installed in {st.settings_file}")
+    elif args.action == "uninstall":
+        print(f"hooks removed from {st.settings_file}" if changed
+              else f"no scalpel hooks in {st.settings_file}; nothing changed")
     for event, ok in st.installed.items():
         print(f"  {event:<13} {'installed' if ok else 'not installed'}")
     if st.problem:

@@ -35,10 +35,14 @@ def _statusline(args: argparse.Namespace) -> int:
     try:
         if args.install:
             hooks.install_statusline()
+            changed = True
         else:
-            hooks.uninstall_statusline()
+            changed = hooks.uninstall_statusline()
     except SettingsError as e:
         raise CliError(str(e)) from None
     st = hooks.status()
-    print(f"statusLine {'set to scalpel' if st.statusline else 'restored'} in {st.settings_file}")
+    if args.install or changed:
+        print(f"statusLine {'set to scalpel' if st.statusline else 'restored'} in {st.settings_file}")
+    else:
+        print(f"scalpel's statusLine is not set in {st.settings_file}; nothing changed")
     return 0

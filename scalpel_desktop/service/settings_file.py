@@ -77,11 +77,14 @@ def _set_path(doc: dict, keys: tuple[str, ...], value: Any) -> None:
     else:
         cur[keys[-1]] = value
 
-def _prune_empty(doc: dict, keys: tuple[str, ...]) -> None:
-    """Remove containers along ``keys`` left empty by a removal (innermost first)."""
+def _prune_empty(doc: dict, keys: tuple[str, ...], keep: dict | None = None) -> None:
+    """Remove containers along ``keys`` left empty by a removal (innermost first), but one
+    that was just as empty before scalpel's first change (``keep``: that file, when recorded)."""
     for depth in range(len(keys) - 1, 0, -1):
         parent = get_path(doc, keys[: depth - 1]) if depth > 1 else doc
         child = get_path(doc, keys[:depth])
+        if keep is not None and get_path(keep, keys[:depth], _MISSING) in ({}, []):
+            continue
         if isinstance(parent, dict) and isinstance(child, (dict, list)) and not child:
             parent.pop(keys[depth - 1], None)
 
@@ -200,28 +203,38 @@ class ClaudeSettings:
             return False
         before = self.read_raw()
         doc = {} if before is None else parse_settings(before, self.path)
+        base_doc = self._baseline_doc(recs)
         for name, prev in (mine or {}).items():
             if name.startswith("_"):
                 continue
             keys = tuple(name.split("\x1f"))
             _set_path(doc, keys, _MISSING if prev.get("absent") else prev.get("value"))
             if prev.get("absent"):
-                _prune_empty(doc, keys)
+                _prune_empty(doc, keys, keep=base_doc)
         if extra_edit is not None:
             extra_edit(doc)
+        had = feature in features or "baseline" in recs
         features.pop(feature, None)
-        new_bytes: bytes | None = serialize(doc)
+        # no file and nothing to put in one: leave it absent (an uninstall never creates settings.json)
+        new_bytes: bytes | None = None if before is None and not doc else serialize(doc)
         if not any(features.values()) and "baseline" in recs:
             baseline_b64 = recs.get("baseline")
             baseline = None if baseline_b64 is None else base64.b64decode(baseline_b64)
-            base_doc = {} if baseline is None else parse_settings(baseline, self.path)
-            if doc == base_doc:
+            if doc == (base_doc or {}):
                 new_bytes = baseline
             recs.pop("baseline", None)
         changed = new_bytes != before
         if changed:
             self._write_bytes(new_bytes, before)
-        self._write_records(recs)
+        if had:
+            self._write_records(recs)
         return changed
+
+    def _baseline_doc(self, recs: dict) -> dict | None:
+        """The file as it was before scalpel's first change ({} when absent); None when not recorded."""
+        if "baseline" not in recs:
+            return None
+        b64 = recs.get("baseline")
+        return {} if b64 is None else parse_settings(base64.b64decode(b64), self.path)
 
 ClaudeSettings.MISSING = _MISSING  # type: ignore[attr-defined]

@@ -58,3 +58,22 @@ def test_uninstall_without_confirmation_changes_nothing(isolated_home, capsys):
     before = settings_path().read_bytes()
     assert main(["uninstall"]) == 1  # stdin is not a terminal under pytest
     assert settings_path().read_bytes() == before
+
+
+def test_uninstall_on_a_clean_machine_says_so_and_creates_nothing(isolated_home, capsys, process_service):
+    """Regression: it printed "hooks removed" and left a settings.json holding ``{}`` behind."""
+    assert main(["uninstall", "--yes"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ["no autopilot, hooks or statusLine were installed",
+                       "Claude Code settings: ~/.claude/settings.json"]
+    assert not settings_path().exists() and not settings_path().parent.exists()
+
+
+def test_uninstall_stops_at_an_unparsable_settings_file_and_says_what_is_kept(isolated_home, capsys):
+    path = settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"statusLine": ')
+    assert main(["uninstall", "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and "(uninstall stopped; nothing else was changed)" in err
+    assert path.read_bytes() == b'{"statusLine": '

@@ -1,0 +1,81 @@
+"""``scalpel config show|path|set`` without a proxy: the config file under the test's SCALPEL_HOME."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scalpel_desktop.cli import main
+from scalpel_desktop.config import KEYS
+from scalpel_desktop.paths import dirs
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_show_json_is_every_default_before_anything_is_set(capsys):
+    code, out, _ = run(capsys, "config", "show", "--json")
+    assert code == 0
+    assert json.loads(out) == {k: v.default for k, v in KEYS.items()}
+    assert not dirs().config_file.exists()  # showing writes nothing
+
+
+def test_show_text_is_one_aligned_line_per_setting_with_its_help(capsys):
+    code, out, _ = run(capsys, "config", "show")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == len(KEYS)
+    width = max(len(k) for k in KEYS)
+    assert f"{'policy':<{width}}  \"cold\"    # {KEYS['policy'].help}" in lines
+    assert f"{'exclude_dirs':<{width}}  []    # {KEYS['exclude_dirs'].help}" in lines
+
+
+def test_path_prints_the_config_file(capsys):
+    code, out, _ = run(capsys, "config", "path")
+    assert code == 0 and out == f"{dirs().config_file}\n"
+    assert str(dirs().config_file).startswith(str(dirs().config))
+
+
+def test_set_validates_saves_and_show_reads_it_back(capsys):
+    code, out, _ = run(capsys, "config", "set", "keep_recent", "7")
+    assert code == 0
+    assert out == f"keep_recent = 7    (saved to {dirs().config_file}; no proxy running)\n"
+    code, out, _ = run(capsys, "config", "set", "exclude_dirs", "/a,/b c")
+    assert code == 0 and out.startswith('exclude_dirs = ["/a", "/b c"]')
+    shown = json.loads(run(capsys, "config", "show", "--json")[1])
+    assert shown["keep_recent"] == 7 and shown["exclude_dirs"] == ["/a", "/b c"]
+    assert json.loads(dirs().config_file.read_text()) == {"keep_recent": 7, "exclude_dirs": ["/a", "/b c"]}
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("tier", "3", "tier: '3' is not valid; allowed:"),
+    ("port", "http", "port: 'http' is not valid; allowed:"),
+    ("anthropic_upstream", "ftp://x", "anthropic_upstream: 'ftp://x' is not valid; allowed: an http:// or https:// URL"),
+    ("colour", "blue", "unknown setting 'colour'; known: "),
+])
+def test_a_bad_key_or_value_exits_1_names_it_and_writes_nothing(capsys, key, value, message):
+    code, out, err = run(capsys, "config", "set", key, value)
+    assert code == 1 and out == ""
+    assert message in err and err.count("\n") == 1
+    assert not dirs().config_file.exists()
+
+
+def test_an_unparsable_config_file_is_named_and_left_alone(capsys):
+    path = dirs().config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    for argv in (["config", "show"], ["config", "set", "tier", "1"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == ""
+        assert f"{path}: cannot be read as JSON" in err
+    assert path.read_text() == "{not json"
+
+
+def test_missing_action_or_value_is_argparses_exit_2(capsys):
+    for argv in (["config"], ["config", "set", "tier"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and "required" in capsys.readouterr().err
