@@ -30,7 +30,7 @@ def test_the_shipped_order(tmp_path):
     stages = assemble.default_stages(Config.load(), ledger=Rows(), db_path=tmp_path / "l.sqlite3",
                                      spill_dir=tmp_path / "spill", prices=PRICES)
     try:
-        assert names(stages) == ["parse-reuse", "identify", "inventory", "tool_filter", "surgery", "record"]
+        assert names(stages) == ["parse-reuse", "identify", "calibrate", "inventory", "tool_filter", "surgery", "record"]
         # only the tool filter and the surgery may change a body
         assert [s.name for s in stages if s.mutates] == ["tool_filter", "surgery"]
     finally:
@@ -53,7 +53,7 @@ def test_without_a_usable_database_requests_pass_unchanged_and_are_still_recorde
     with caplog.at_level(logging.WARNING, logger="scalpel.pipeline"):
         stages = assemble.default_stages(Config.load(), ledger=ledger, db_path=blocker / "l.sqlite3",
                                          spill_dir=tmp_path / "s", prices=PRICES)
-    assert names(stages) == ["parse-reuse", "identify", "record"]
+    assert names(stages) == ["parse-reuse", "identify", "calibrate", "record"]
     assert "tool filter and surgery are off" in caplog.text and str(blocker / "l.sqlite3") in caplog.text
     body = dumps({"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]})
     ex = Chain(stages).process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, body, 0.0))
