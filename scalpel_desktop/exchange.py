@@ -137,9 +137,14 @@ class Exchange:
     new_body: bytes | None = None  # set by a stage that changed the request
     decision: Decision = field(default_factory=Decision)
     response: ResponseResult | None = None
-    # Parse-reuse: where each message sits in the raw body, and the remembered body it matched.
+    # Where each message sits in the request's own bytes (parse-reuse, or the surgery stage when it
+    # located them first), and the remembered body parse-reuse matched (None: located from scratch).
     layout: Layout | None = None
     layout_base: bytes | None = None
+    # A first sighting goes out at once; what it costs to understand is done after the response:
+    # parse-reuse lays out and remembers these messages (its own note), the surgery stage analyses.
+    layout_later: list | None = None
+    analyse_later: bool = False
     # A replay that knows where the client rewrote its history (the bench) sets this.
     client_rewrite_at: int | None = None
     surgery: SurgerySent | None = None

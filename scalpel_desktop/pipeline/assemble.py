@@ -27,6 +27,7 @@ import sqlite3
 from typing import Any, Iterable
 
 from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.config import setting
 from scalpel_desktop.exchange import Stage
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.pipeline.calibrate import Calibrate
@@ -37,6 +38,7 @@ from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.stage import build_surgery_stage
 from scalpel_desktop.tools import actions as tool_actions
 from scalpel_desktop.tools.filter_stage import tool_stages
+from scalpel_desktop.wire.held import MB
 
 log = logging.getLogger("scalpel.pipeline")
 
@@ -62,7 +64,7 @@ def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
                     "requests are forwarded unchanged", db_path, e)
         features = []
     return [
-        ParseReuse(),
+        ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB),
         Identify(),
         Calibrate(),
         *features,

@@ -24,27 +24,33 @@ filter and the surgery stage. ``ParseReuse.parse`` is the same
 work without an exchange (tests, benchmarks): the one incremental parser.
 
 Memory: each remembered body keeps its raw bytes and its parsed messages
-(about 1.2 times the raw size again). The bodies remembered are bounded by
-count (``size``) AND by raw bytes (``max_bytes``), least recently used
-dropped first: eight long conversations must not hold hundreds of MB. A body
-that was dropped is simply parsed in full next time.
+(about twice the raw size again: ``wire/held.py``, measured on real bodies).
+The bodies remembered are bounded by count (``size``) AND by what they hold
+(``max_bytes``, the ``parse_reuse_mb`` setting), least recently used dropped
+first: eight long conversations must not hold hundreds of MB. A body that was
+dropped is simply parsed in full next time.
+
+A first sighting (no remembered body matches) is parsed in full and goes on
+at once; it is laid out and remembered in ``on_response``, after the answer
+(the surgery stage's layout taken over when it had to find one anyway).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from scalpel_desktop.exchange import Exchange
+from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
 from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
 
 _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
-# Raw body bytes remembered across conversations (the parsed messages that go
-# with them come on top, about 1.2x): LRU bodies are dropped beyond this.
-PARSE_REUSE_MAX_BYTES = 24 * 1024 * 1024
+# Default budget (the ``parse_reuse_mb`` setting) of what the remembered bodies hold, in
+# estimated bytes (raw + parsed messages + layout, ``wire/held.py``): LRU bodies are dropped beyond it.
+PARSE_REUSE_MAX_BYTES = 16 * MB
 
 
 class Parsed(NamedTuple):
@@ -62,17 +68,25 @@ class _Remembered:
         self.layout = layout
         self.snap = LaidOutBody(raw, layout)
 
+    def nbytes(self) -> int:
+        """Estimated memory kept alive: the raw bytes, the parsed messages, the layout."""
+        n = len(self.raw)
+        return n + doc_bytes(n) + layout_bytes(n)
+
 
 class ParseReuse:
     name = "parse-reuse"
     mutates = False
 
-    def __init__(self, size: int = 8, min_bytes: int = 64 * 1024, max_bytes: int = PARSE_REUSE_MAX_BYTES):
+    def __init__(self, size: int = 8, min_bytes: int = 64 * 1024, max_bytes: int = PARSE_REUSE_MAX_BYTES,
+                 budget: Callable[[], int] | None = None):
+        """``budget``: the byte budget read live (the ``parse_reuse_mb`` setting); else ``max_bytes``."""
         self.size = size
         self.min_bytes = min_bytes  # below this a full parse is as cheap
         self.max_bytes = max_bytes
+        self.budget = budget
         self._items: OrderedDict[int, _Remembered] = OrderedDict()
-        self._bytes = 0  # raw bytes of the remembered bodies
+        self._bytes = 0  # estimated bytes held by the remembered bodies
         self._serial = 0
         self.reused = 0  # requests parsed incrementally (for tests and the benchmark)
         self._lock = threading.Lock()  # the proxy's pipeline runs on a thread pool
@@ -81,25 +95,30 @@ class ParseReuse:
         req = ex.request
         if req.endpoint != "messages" or len(req.body) < self.min_bytes or ex.parsed:
             return
-        got = self.parse(req.body)
+        with self._lock:
+            got = self._parse(req.body, later=True)
         if got is None:
             return  # not JSON: the lazy ``ex.doc`` says so
         ex.set_doc(got.doc)
         if got.layout is not None:
             ex.layout = got.layout
             ex.layout_base = got.base
+        elif isinstance(got.doc, dict) and isinstance(got.doc.get("messages"), list):
+            # A first sighting: laid out and remembered after the response (off the request path).
+            ex.layout_later = got.doc["messages"]
 
     def parse(self, raw: bytes) -> Parsed | None:
         """``loads(raw)``, re-using a remembered body's messages; None when ``raw`` is not JSON.
 
         The document's leading messages are the very objects of the body it
         re-used, so a view built with ``view_for(..., previous=that_view)``
-        shares that view's analysis of them.
+        shares that view's analysis of them. (Without an exchange there is no
+        "after the response": a body parsed in full is laid out at once.)
         """
         with self._lock:
             return self._parse(raw)
 
-    def _parse(self, raw: bytes) -> Parsed | None:
+    def _parse(self, raw: bytes, later: bool = False) -> Parsed | None:
         hit = self._find(raw)
         doc = None
         layout = None
@@ -116,25 +135,52 @@ class ParseReuse:
                 doc = loads(raw)
             except (JSONDecodeError, ValueError):
                 return None
+            if later:
+                return Parsed(doc, None, None)
             layout = locate(raw, doc, None)
         else:
             self.reused += 1
         if layout is None or not isinstance(doc, dict):
             return Parsed(doc, None, None)
-        if len(raw) <= self.max_bytes and self.size > 0:
-            self._serial += 1
-            self._items[self._serial] = _Remembered(raw, doc["messages"], layout)
-            self._bytes += len(raw)
-            while len(self._items) > self.size or self._bytes > self.max_bytes:
-                self._forget(next(iter(self._items)))
+        self._remember(raw, doc["messages"], layout)
         return Parsed(doc, layout, hit[1].raw if hit is not None and layout.reused else None)
 
+    def _remember(self, raw: bytes, messages: list, layout: Layout) -> None:
+        if self.budget is not None:
+            try:
+                self.max_bytes = int(self.budget())
+            except Exception:  # noqa: BLE001 - a bad setting keeps the last budget
+                pass
+        item = _Remembered(raw, messages, layout)
+        size = item.nbytes()
+        if size > self.max_bytes or self.size <= 0:
+            return
+        self._serial += 1
+        self._items[self._serial] = item
+        self._bytes += size
+        while len(self._items) > self.size or self._bytes > self.max_bytes:
+            self._forget(next(iter(self._items)))
+
     def on_response(self, ex: Exchange) -> None:
-        return None
+        """A first sighting's messages: laid out (or the layout the surgery stage found on the
+        request path taken over) and remembered for the conversation's next request."""
+        msgs = ex.layout_later
+        if msgs is None:
+            return
+        ex.layout_later = None
+        raw = ex.request.body
+        layout = ex.layout if ex.layout is not None and ex.layout_base is None else None
+        if layout is None or len(layout.ends) != len(msgs):
+            layout = locate(raw, {"messages": msgs}, None)
+        if layout is None:
+            return
+        ex.layout, ex.layout_base = layout, None  # the surgery stage's analysis after the response reuses it
+        with self._lock:
+            self._remember(raw, msgs, layout)
 
     @property
     def nbytes(self) -> int:
-        """Raw bytes of the bodies remembered now (what ``max_bytes`` bounds)."""
+        """Estimated bytes the remembered bodies hold now (what ``max_bytes`` bounds)."""
         return self._bytes
 
     def __len__(self) -> int:
@@ -143,7 +189,7 @@ class ParseReuse:
     def _forget(self, key: int) -> None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._bytes -= len(old.raw)
+            self._bytes -= old.nbytes()
 
     def _find(self, raw: bytes) -> tuple[int, _Remembered] | None:
         for key in reversed(self._items):

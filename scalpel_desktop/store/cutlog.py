@@ -53,6 +53,12 @@ class CutLog:
             self._ids = {r[0] for r in self.conn.execute("SELECT tool_use_id FROM cuts")}
         return self._ids
 
+    def any_known(self, ids: Iterable[str]) -> bool:
+        """Is any of ``ids`` in the log? (The in-memory id set: no query once loaded.)"""
+        with self._lock:
+            known = self._known()
+            return any(i in known for i in ids)
+
     def lookup(self, ids: Iterable[str]) -> dict[str, CutRecord]:
         """The logged cuts among ``ids``."""
         with self._lock:

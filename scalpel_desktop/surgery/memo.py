@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
+from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes, view_bytes
 from scalpel_desktop.wire.layout import Layout, head_of
 
 
@@ -37,8 +38,15 @@ class Snapshot:
     view: Any = field(default=None, repr=False)
 
     def nbytes(self) -> int:
-        """Body bytes this snapshot keeps alive (received and, when different, sent)."""
-        return len(self.raw) + (len(self.sent) if self.sent is not None and self.sent is not self.raw else 0)
+        """Estimated memory this snapshot keeps alive: the body as received and, when
+        different, as sent, the layout and the sent hashes, and with a view its
+        parsed document and analysis (``wire/held.py``: factors measured on real bodies)."""
+        n = len(self.raw)
+        sent = len(self.sent) if self.sent is not None and self.sent is not self.raw else 0
+        held = n + sent + 2 * layout_bytes(n)
+        if self.view is not None:
+            held += doc_bytes(n) + view_bytes(n)
+        return held
 
     def head(self) -> bytes:
         """``raw`` up to the end of its second-to-last message: what the next request repeats."""
@@ -47,15 +55,15 @@ class Snapshot:
         return self._head
 
 
-# Retention budget of the memo, in body bytes (received + sent). The parsed
-# messages and the view that come with a snapshot add about as much again.
-MEMO_MAX_BYTES = 32 * 1024 * 1024
+# Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
+MEMO_MAX_BYTES = 24 * MB
 
 
 class Memo:
     """The most recently used conversations' snapshots, bounded by count AND by bytes.
 
-    Each snapshot keeps up to two copies of a body (as received, as sent): a
+    Each snapshot keeps up to two copies of a body (as received, as sent), its
+    parsed document and its view: about four times the body (``nbytes``), so a
     few long conversations would otherwise hold hundreds of MB. Least recently
     used first, snapshots are dropped until both bounds hold; a conversation
     whose snapshot was dropped is analysed in full on its next request
@@ -70,7 +78,7 @@ class Memo:
 
     @property
     def nbytes(self) -> int:
-        """Body bytes currently retained (what ``max_bytes`` bounds)."""
+        """Estimated bytes held now (what ``max_bytes`` bounds)."""
         return self._bytes
 
     def __len__(self) -> int:

@@ -58,7 +58,7 @@ from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
 from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.memo import Memo, Snapshot
-from scalpel_desktop.surgery.offsets import stub_positions
+from scalpel_desktop.surgery.offsets import first_result_offsets, stub_positions
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import realized
@@ -67,6 +67,7 @@ from scalpel_desktop.surgery.validate import rewrite_problem
 from scalpel_desktop.wire.cache_rules import message_ttl_s
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.hashing import message_hash, region_hash
+from scalpel_desktop.wire.held import MB
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps, round_trips
 from scalpel_desktop.wire.layout import CLOSE, Layout, locate, round_trips_by_layout
@@ -95,7 +96,9 @@ class SurgeryStage:
         self.surgeon = Surgeon(spill, cutlog)
         # (view, config, tier=) -> doom spans; the bench shares one analysis per body across its arms
         self.find_spans = find_doom_spans
-        self.memo = Memo()
+        self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB)
+        # A first sighting that needs no change goes out at once, analysed after its response.
+        self.defer_first_sightings = True
         # The proxy runs the pipeline on a thread pool: one request at a time in here
         # (the economist, the memo and the surgeon's pending cuts are shared state).
         self._lock = threading.RLock()
@@ -125,14 +128,19 @@ class SurgeryStage:
         base = ex.new_body if ex.new_body is not None else req.body
         layout: Layout | None = None
         snap = None
+        self.memo.max_bytes = int(self._get("memo_mb")) * MB
         if req.endpoint == "messages":
             snap = self.memo.get(ckey)
-            given = ex.layout
-            if base is req.body and snap is not None and given is not None and ex.layout_base is snap.raw \
-                    and given.reused == len(snap.layout.ends) - 1:
-                layout = given  # parse-reuse already matched this very previous body
+            if snap is None and self._later(ex, doc, ckey, pol, base):
+                return
+            given = ex.layout if base is req.body else None
+            if given is not None and (snap is None or (ex.layout_base is snap.raw
+                                                       and given.reused == len(snap.layout.ends) - 1)):
+                layout = given  # parse-reuse laid these very bytes out (against this very previous body)
             else:
                 layout = locate(base, doc, snap)
+                if base is req.body and ex.layout is None and layout is not None:
+                    ex.layout, ex.layout_base = layout, None  # ONE layout pass: parse-reuse takes it over
             if snap is not None and layout is not None and layout.reused \
                     and self._fast(ex, doc, ckey, model, pol, snap, layout, base):
                 return
@@ -190,6 +198,66 @@ class SurgeryStage:
         if layout is not None:
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs))
+
+    def _later(self, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
+        """A first sighting that cannot change: forward it as it came, analyse it after the response.
+
+        A conversation the economist has never seen is warm until known (its
+        break is the last message): nothing is cut on a guess. What such a
+        request can need is the re-application of logged cuts, found by
+        tool_use_id in the raw bytes (``first_result_offsets``: every tool
+        result of a body the codec reproduces shows its id there verbatim),
+        or a cut inside its last message (more results there than
+        ``keep_recent`` protects). Without either the body goes out unchanged
+        at once - no layout, no view, no analysis on the request path - and
+        ``on_response`` does what the full path would have recorded.
+        """
+        if not self.defer_first_sightings or base is not ex.request.body or pol.warm:
+            return False
+        if ckey in self.economist.conversations:
+            return False  # known to the economist (only its memo entry was dropped): it may cut
+        msgs = doc.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            return False
+        if pol.looks_for_dead(_results_in(msgs[-1:]), int(self._get("keep_recent"))):
+            return False
+        ids = first_result_offsets(base)
+        if any(b"\\" in i for i in ids):
+            return False  # an escaped id: only the parsed document says what it is
+        try:
+            if ids and self.cutlog.any_known([i.decode("utf-8") for i in ids]):
+                return False
+        except UnicodeDecodeError:
+            return False
+        ex.analyse_later = True
+        ex.decision = Decision("unchanged", "first sighting: forwarded as it came, analysed after the response")
+        return True
+
+    def _analyse_after(self, ex: Exchange) -> None:
+        """The full path's record of a first sighting sent as it came (``_later``), after its response."""
+        req = ex.request
+        doc = ex.doc
+        if not isinstance(doc, dict):
+            return
+        key = ex.key or conversation_key(req.headers, doc)
+        ckey = (key.session_id, key.agent_id) if hasattr(key, "session_id") else key
+        model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+        pol = policy_named(self._get("policy"))
+        layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
+        view = view_for(req.endpoint, doc)
+        if view is None:
+            return
+        if excluded(view.cwd(), self._get("exclude_dirs")):
+            ex.decision = Decision("unchanged", "working directory excluded")
+            return
+        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout), layout, pol)
+        brk = self.economist.natural_break(shape)
+        plan = self.economist.decide(shape, (), policy=pol.name, brk=brk)
+        serial = self.economist.record_sent(shape, shape.unit_hashes, brk)
+        ex.surgery = SurgerySent(serial, ckey, model)
+        if layout is not None:
+            self._remember(ckey, req.body, layout, view, None, list(shape.unit_hashes), [])
+        self._decide(ex, plan, replayed=0, cuts=[], removed=0)
 
     @staticmethod
     def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,
@@ -295,6 +363,9 @@ class SurgeryStage:
             self._on_response(ex)
 
     def _on_response(self, ex: Exchange) -> None:
+        if ex.analyse_later:
+            ex.analyse_later = False
+            self._analyse_after(ex)
         sent = ex.surgery
         res = ex.response
         if sent is None or res is None:

@@ -16,12 +16,20 @@ from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.formats import view_for
+from scalpel_desktop.wire.held import doc_bytes, layout_bytes
 
 from tests.invariants.agent_sessions import generate
 
 
 def _ex(raw: bytes) -> Exchange:
     return Exchange(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, raw, 0.0))
+
+
+def _seen(stage: ParseReuse, ex: Exchange) -> Exchange:
+    """The request and its response: a first sighting is remembered after the response."""
+    stage.on_request(ex)
+    stage.on_response(ex)
+    return ex
 
 
 def test_documents_equal_a_full_parse_across_interleaved_conversations():
@@ -31,8 +39,7 @@ def test_documents_equal_a_full_parse_across_interleaved_conversations():
     reqs = [r for pair in zip(a, b) for r in pair]
     for r in reqs:
         raw = dumps(r.body)
-        ex = _ex(raw)
-        stage.on_request(ex)
+        ex = _seen(stage, _ex(raw))
         assert ex.doc == loads(raw)
         assert dumps(ex.doc) == raw  # key order too
     assert stage.reused > len(reqs) // 2
@@ -42,7 +49,7 @@ def test_a_changed_prefix_falls_back_to_a_full_parse():
     stage = ParseReuse(min_bytes=0)
     s = generate(random.Random(5)).requests
     first, second = dumps(s[3].body), s[4].body
-    stage.on_request(_ex(first))
+    _seen(stage, _ex(first))
     second = dict(second)
     second["messages"] = [dict(second["messages"][0], content="rewritten")] + second["messages"][1:]
     raw = dumps(second)
@@ -170,23 +177,52 @@ def test_remembered_bodies_are_bounded_by_bytes_least_recently_used_first():
     sessions = [generate(random.Random(seed)).requests for seed in (11, 12, 13, 14)]
     bodies = [[dumps(r.body) for r in reqs] for reqs in sessions]
     biggest = max(len(b) for bs in bodies for b in bs)
-    budget = 2 * biggest + 1  # room for about two bodies, never four
+    budget = 2 * (biggest + doc_bytes(biggest) + layout_bytes(biggest)) + 1  # room for about two bodies, never four
     stage = ParseReuse(min_bytes=0, max_bytes=budget)
     for step in range(min(len(bs) for bs in bodies)):
         for bs in bodies:
             raw = bs[step]
-            ex = _ex(raw)
-            stage.on_request(ex)
+            ex = _seen(stage, _ex(raw))
             assert ex.doc == loads(raw)  # an evicted conversation is simply parsed in full
             assert stage.nbytes <= budget
-            assert stage.nbytes == sum(len(r.raw) for r in stage._items.values())
+            assert stage.nbytes == sum(r.nbytes() for r in stage._items.values())
+            assert stage.nbytes >= 3 * sum(len(r.raw) for r in stage._items.values())  # what is parsed counts
     assert len(stage) < len(bodies)
     unbounded = ParseReuse(min_bytes=0, max_bytes=1 << 40)  # control: by count alone all four stay
     for bs in bodies:
-        unbounded.on_request(_ex(bs[step]))
+        _seen(unbounded, _ex(bs[step]))
     assert len(unbounded) == len(bodies) and unbounded.nbytes > budget
     # A body above the whole budget is parsed but not remembered.
     small = ParseReuse(min_bytes=0, max_bytes=10)
-    ex = _ex(bodies[0][0])
-    small.on_request(ex)
+    ex = _seen(small, _ex(bodies[0][0]))
     assert ex.doc == loads(bodies[0][0]) and small.nbytes == 0 and len(small) == 0
+
+
+def test_a_first_sighting_is_laid_out_after_the_response_and_then_reused():
+    """Nothing is located on the request path of a first sighting; the response lays it out once."""
+    reqs = generate(random.Random(21)).requests
+    stage = ParseReuse(min_bytes=0)
+    first = _ex(dumps(reqs[3].body))
+    stage.on_request(first)
+    assert first.layout is None and first.layout_later is not None and len(stage) == 0
+    stage.on_response(first)
+    assert first.layout is not None and first.layout_later is None and len(stage) == 1
+    assert len(first.layout.ends) == len(reqs[3].body["messages"])
+    nxt = _seen(stage, _ex(dumps(reqs[4].body)))
+    assert stage.reused == 1 and nxt.layout is not None and nxt.layout.reused > 0
+    assert nxt.doc == reqs[4].body
+
+
+def test_the_layout_a_later_stage_found_is_taken_over_not_found_again(monkeypatch):
+    from scalpel_desktop.pipeline import parse_reuse
+    from scalpel_desktop.wire.layout import locate
+
+    reqs = generate(random.Random(22)).requests
+    stage = ParseReuse(min_bytes=0)
+    ex = _ex(dumps(reqs[3].body))
+    stage.on_request(ex)
+    ex.layout = locate(ex.request.body, ex.doc, None)  # as the surgery stage publishes its own pass
+    calls = []
+    monkeypatch.setattr(parse_reuse, "locate", lambda *a: calls.append(a) or locate(*a))
+    stage.on_response(ex)
+    assert calls == [] and len(stage) == 1
