@@ -93,7 +93,7 @@ class SurgeryStage:
         self.economist = economist or Economist(config, prices)
         if self.economist.prices is None:
             self.economist.prices = prices
-        self.surgeon = Surgeon(spill, cutlog)
+        self.surgeon = Surgeon(spill, cutlog)  # build_surgery_stage bounds its writes (the proxy's)
         # (view, config, tier=) -> doom spans; the bench shares one analysis per body across its arms
         self.find_spans = find_doom_spans
         self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB)
@@ -185,9 +185,17 @@ class SurgeryStage:
             if problem:
                 self.surgeon.discard(cuts)
                 return self._forward_original(ex, shape, brk, f"rewrite refused: {problem}", view, layout)
-            if cuts:
-                self.surgeon.commit(cuts)
-            ex.new_body = body
+            if cuts and self.surgeon.commit(cuts) < len(cuts):
+                # The cut log did not take the new cuts in time: they are not sent (only the
+                # replayed stubs are), and the economist is told what did go out.
+                log.warning("cut log not written within the bound: %d new cut(s) not sent", len(cuts))
+                cuts = []
+                view, replayed, body = self._replays_only(req.endpoint, doc, prev_view, base)
+                if view is None:
+                    return self._forward_original(ex, shape, brk, "cut log not written in time: forwarded as sent",
+                                                  view_for(req.endpoint, doc) or prev_view, layout)
+            if body is not base:
+                ex.new_body = body
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
         serial = self.economist.record_sent(shape, sent_hashes, brk)
         sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
@@ -350,6 +358,19 @@ class SurgeryStage:
         ex.surgery = SurgerySent(serial, shape.key, shape.model)
         ex.decision.note(reason[:300])  # an earlier stage's change (the filter's) still went out
 
+    def _replays_only(self, endpoint: str, doc: dict, prev_view: Any, base: bytes) -> tuple[Any, dict, bytes]:
+        """(view, replayed, body) with the logged cuts re-applied and nothing new; view None
+        when that body does not validate (the original goes out)."""
+        view = view_for(endpoint, doc, previous=prev_view)
+        if view is None:
+            return None, {}, base
+        replayed = self._reapply(view, prev_view)
+        if not view.replaced:
+            return view, replayed, base
+        if rewrite_problem(view, validated=prev_view):
+            return None, {}, base
+        return view, replayed, view.serialize()
+
     def _reapply(self, view: Any, previous: Any = None) -> dict[str, int]:
         """Re-apply logged cuts; return {tool_use_id: tokens saved} of the replayed ones."""
         if not self.surgeon.reapply(view, previous=previous):
@@ -460,4 +481,7 @@ def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
         db_conn = connect()
     if prices is None:
         prices = PriceTable.load()
-    return SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn), Economist(config, prices), prices)
+    stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn), Economist(config, prices), prices)
+    # A request waits for a spill or the cut log ``write_wait_ms`` at most (store/offpath.py).
+    stage.surgeon.wait_s = lambda: int(setting(config, "write_wait_ms")) / 1000.0
+    return stage

@@ -3,12 +3,15 @@
 Order of a cut, and why:
 
 1. spill the original content (content-addressed, fsynced, 0600; the whole
-   cut as one batch): no spill, no cut, so every removed byte is recoverable;
+   cut as one batch): no spill, no cut, so every removed byte is recoverable
+   (in the proxy a spill not on disk within ``write_wait_ms`` counts as not
+   spilled: the request does not wait on a slow or full disk);
 2. replace the content in the view (copy-on-write: the parsed original stays
    intact for the validator);
 3. log the cut, but only in ``commit()``, which the pipeline stage calls once
    the rewritten body has passed ``validate_rewrite``: a body that is never
-   sent must leave no cut behind to be re-applied later.
+   sent must leave no cut behind to be re-applied later (and a cut the log
+   did not take within the bound is not sent: ``CutLog.record_within``).
 
 ``reapply`` makes every earlier cut stick: any tool result in the request
 whose id is in the log and whose content still hashes to the logged
@@ -26,11 +29,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from scalpel_desktop import clock
 from scalpel_desktop.accounting.tokens import estimate_tokens
-from scalpel_desktop.store.spill import SpillStore
+from scalpel_desktop.store.offpath import Worker
+from scalpel_desktop.store.spill import SpillError, SpillStore
 from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.surgery.doom import DoomSpan, is_stub
 from scalpel_desktop.surgery.stub import STUB_VERSION, spill_display_dir, stub_content, stub_text
@@ -81,11 +85,38 @@ def _same_cut(previous: ConversationView, tid: str, rec: CutRecord) -> bool:
 
 
 class Surgeon:
-    def __init__(self, spill: SpillStore, cutlog: CutLog):
+    def __init__(self, spill: SpillStore, cutlog: CutLog, wait_s: Callable[[], float] | None = None):
+        """``wait_s``: how long a request may wait for a spill or the cut log (the proxy's
+        ``write_wait_ms``); None: as long as they take (tests, the bench)."""
         self.spill = spill
         self.cutlog = cutlog
+        self.wait_s = wait_s
+        self.spill_worker = Worker("spill")
         self._display_dir = spill_display_dir(spill.dir)
         self._pending: list[Cut] = []
+
+    def _bound(self) -> float | None:
+        if self.wait_s is None:
+            return None
+        try:
+            return max(0.0, float(self.wait_s()))
+        except Exception:  # noqa: BLE001 - a bad setting: the default bound
+            return 0.05
+
+    def _spill(self, contents: list[bytes]) -> list:
+        """``spill.put_many(contents)``, waited on for the bound at most: what is not on disk
+        by then is a SpillError (no spill, no cut); the write itself finishes off the path."""
+        bound = self._bound()
+        if bound is None or not contents:
+            return self.spill.put_many(contents)
+        if self.spill_worker.busy:  # an earlier spill still has the disk: do not queue behind it
+            return [SpillError("the spill dir is still busy with an earlier write")] * len(contents)
+        job = self.spill_worker.call(lambda: self.spill.put_many(contents), bound)
+        if not job.done:
+            return [SpillError(f"spill not on disk within {bound * 1000:.0f} ms")] * len(contents)
+        if job.error is not None:
+            return [job.error] * len(contents)
+        return job.result
 
     # -- re-applying what was cut before ------------------------------------
     def reapply(self, view: ConversationView, previous: ConversationView | None = None) -> int:
@@ -135,7 +166,7 @@ class Surgeon:
             chosen.append((span, data, digest))
         # One durable batch for the whole cut: the fsyncs are issued together.
         try:
-            stored_all: list = self.spill.put_many([data for _, data, _ in chosen])
+            stored_all: list = self._spill([data for _, data, _ in chosen])
         except (OSError, ValueError) as e:
             stored_all = [e] * len(chosen)
         for (span, _, digest), stored in zip(chosen, stored_all):
@@ -168,15 +199,18 @@ class Surgeon:
         return done
 
     def commit(self, cuts: Iterable[Cut] | None = None) -> int:
-        """Log ``cuts`` (default: every pending one) once the rewritten body validated."""
+        """Log ``cuts`` (default: every pending one) once the rewritten body validated; the
+        number logged. 0 for cuts that could not be logged within the bound: they must not
+        be sent (the log is what replays them, byte for byte, on every later request)."""
         chosen = list(self._pending if cuts is None else cuts)
         ids = {c.tool_use_id for c in chosen}
         self._pending = [c for c in self._pending if c.tool_use_id not in ids]
         t = clock.now()
-        return self.cutlog.record(
-            CutRecord(c.tool_use_id, c.session, c.agent, t, c.kind, c.tokens, c.original_sha256, c.stub_version, c.stub_sha256)
-            for c in chosen
-        )
+        records = [CutRecord(c.tool_use_id, c.session, c.agent, t, c.kind, c.tokens, c.original_sha256,
+                             c.stub_version, c.stub_sha256) for c in chosen]
+        if not records:
+            return 0
+        return len(records) if self.cutlog.record_within(records, self._bound()) else 0
 
     def discard(self, cuts: Iterable[Cut] | None = None) -> None:
         """Forget pending cuts (the body failed validation or was not sent). Spill files stay."""

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.accounting.token_ratio import for_request
+from scalpel_desktop.config import setting
 from scalpel_desktop.exchange import Exchange, Realized, ToolFilterNote
 from scalpel_desktop.tools.filter import filter_request
 from scalpel_desktop.tools.inventory_stage import InventoryStage
@@ -45,9 +46,12 @@ class ToolFilterStage:
     mutates = True
 
     def __init__(self, store: ToolStore, enabled: Callable[[], bool], *,
-                 writer: BackgroundWriter | None = None, prices: Any = None):
+                 writer: BackgroundWriter | None = None, prices: Any = None,
+                 wait_s: Callable[[], float] | None = None):
+        """``wait_s``: how long a request may wait for its session's pin to be stored (the
+        ``write_wait_ms`` setting); None waits until it is (tests that need the pin at once)."""
         self.store = store
-        self.pins = SessionPins(store, enabled)
+        self.pins = SessionPins(store, enabled, wait_s=wait_s)
         self.writer = writer or BackgroundWriter()
         self._prices = prices
 
@@ -61,6 +65,9 @@ class ToolFilterStage:
         key = ex.key or conversation_key(req.headers, doc)
         mid = any(isinstance(m, dict) and m.get("role") == "assistant" for m in doc["messages"])
         pin = self.pins.pin_for(key.session_id, mid_session=mid, now=req.received_at)
+        if pin is None:  # the database did not answer in time: sent as it came (pinned empty later)
+            ex.tool_filter = ToolFilterNote([], {}, "session pin not stored in time: sent unfiltered")
+            return
         if not pin.names:
             return
         result = filter_request(doc, pin.names)
@@ -126,8 +133,9 @@ class ToolFilterStage:
 
 
     def close(self, timeout: float = 5.0) -> None:
-        """Flush pending writes (inventory rows, realized savings); the runtime calls it on stop."""
+        """Flush pending writes (inventory rows, realized savings, pins); the runtime calls it on stop."""
         self.writer.flush(timeout)
+        self.pins.close(timeout)
 
 
 def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None,
@@ -143,4 +151,8 @@ def tool_stages(config: Any, *, db_path: Path | None = None, prices: Any = None,
         def enabled() -> bool:
             return bool(config.get("tool_filter"))
 
-    return InventoryStage(store, writer=writer), ToolFilterStage(store, enabled, writer=writer, prices=prices)
+    def wait_s() -> float:
+        return int(setting(config, "write_wait_ms")) / 1000.0
+
+    return InventoryStage(store, writer=writer), ToolFilterStage(store, enabled, writer=writer, prices=prices,
+                                                                 wait_s=wait_s)

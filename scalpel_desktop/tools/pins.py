@@ -7,6 +7,14 @@ that session uses the same set, also after a config change or a proxy restart
 (pins live in the database). A session first seen mid-conversation (its history
 already holds an assistant turn: it started before this proxy saw it) is pinned
 empty: filtering it now would re-write a cache it already has.
+
+Nothing here makes a request wait on the database for long: a session's pin
+is looked up and stored by a worker (``store/offpath.py``) that the request
+waits on for ``wait_s`` at most. When the bound passes, ``pin_for`` answers
+None (the request goes out unfiltered) and the worker carries on, retrying
+until the database takes the write. A pin stored after its session's first
+request went out unfiltered is stored EMPTY, so the session keeps the tools it
+started with; once stored it is what every later request uses.
 """
 
 from __future__ import annotations
@@ -14,30 +22,72 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from scalpel_desktop.store.offpath import Job, Worker
 from scalpel_desktop.tools.store import Pin, ToolStore
 
 
+class _Attempt:
+    """A session's pin on its way to the database."""
+
+    __slots__ = ("job", "late")
+
+    def __init__(self) -> None:
+        self.job: Job | None = None
+        self.late = False  # a request went out unfiltered before the pin was stored: pin it empty
+
+
 class SessionPins:
-    def __init__(self, store: ToolStore, enabled: Callable[[], bool]):
+    def __init__(self, store: ToolStore, enabled: Callable[[], bool], *, worker: Worker | None = None,
+                 wait_s: Callable[[], float] | None = None):
+        """``wait_s``: how long a request may wait for its session's pin (None: until it is stored)."""
         self.store = store
         self.enabled = enabled
+        self.worker = worker or Worker("pins")
+        self.wait_s = wait_s
         self._cache: dict[str, Pin] = {}
+        self._attempts: dict[str, _Attempt] = {}
         self._lock = threading.Lock()
 
-    def pin_for(self, session: str, *, mid_session: bool = False, now: float | None = None) -> Pin:
+    def pin_for(self, session: str, *, mid_session: bool = False, now: float | None = None) -> Pin | None:
+        """The session's pin; None when it could not be read or stored within the bound
+        (the caller sends the request unfiltered)."""
         with self._lock:
             pin = self._cache.get(session)
-        if pin is not None:
-            return pin
+            if pin is not None:
+                return pin
+            attempt = self._attempts.get(session)
+            if attempt is None:
+                attempt = self._attempts[session] = _Attempt()
+                attempt.job = self.worker.submit(lambda: self._establish(session, mid_session, now, attempt),
+                                                 retry=True)
+        job = attempt.job
+        assert job is not None
+        bound = _safe_float(self.wait_s) if self.wait_s is not None else None
+        if not job.wait(bound):
+            with self._lock:
+                attempt.late = True  # read by the job before it writes
+            return None
+        if job.error is not None:  # not a busy or slow disk (those are retried): the caller fails open
+            with self._lock:
+                if self._attempts.get(session) is attempt:
+                    del self._attempts[session]
+            raise job.error
+        return self._cache.get(session)
+
+    def _establish(self, session: str, mid_session: bool, now: float | None, attempt: _Attempt) -> Pin:
+        """On the worker: the stored pin, or a new one (empty when its session already went out unfiltered)."""
         pin = self.store.get_pin(session)
         if pin is None:
-            on = _safe(self.enabled) and not mid_session
+            with self._lock:
+                late = attempt.late
+            on = not late and _safe(self.enabled) and not mid_session
             names = self.store.removals().keys() if on else ()
             pin = self.store.create_pin(session, on, names, now=now)
         with self._lock:
             if len(self._cache) > 50000:
                 self._cache.clear()
             self._cache[session] = pin
+            self._attempts.pop(session, None)
         return pin
 
     def forget(self) -> None:
@@ -45,9 +95,19 @@ class SessionPins:
         with self._lock:
             self._cache.clear()
 
+    def close(self, timeout: float = 5.0) -> None:
+        self.worker.close(timeout)
+
 
 def _safe(fn: Callable[[], bool]) -> bool:
     try:
         return bool(fn())
     except Exception:  # noqa: BLE001
         return False
+
+
+def _safe_float(fn: Callable[[], float]) -> float:
+    try:
+        return max(0.0, float(fn()))
+    except Exception:  # noqa: BLE001 - a bad setting: the default bound
+        return 0.05

@@ -78,11 +78,14 @@ def test_with_parse_reuse_in_front_a_body_off_the_codec_is_still_left_alone(tmp_
     store, flag, stage, _ = make(tmp_path)
     chain = Chain([ParseReuse(min_bytes=0), Identify(), stage])
     removals.remove(store, "ReportFindings", source="cli", force=True)
-    good = dumps(body([tool(n) for n in CC_TOOLS], session="s-layout"))
+    # The conversation's first request is laid out after its response; the next one reuses it.
+    first = chain.process(request(None, raw=dumps(body([tool(n) for n in CC_TOOLS], session="s-layout"))))
+    chain.complete(first, ResponseResult(200, None, 1, 1, 2))
+    good = dumps(body([tool(n) for n in CC_TOOLS], session="s-layout", turns=1))
     ex = chain.process(request(None, raw=good))
     assert ex.layout is not None  # the layout path really ran
     assert ex.changed
-    bad = good.replace(b'{"model"', b'{ "model"', 1)
+    bad = good[:-1] + b' }'  # off the codec after the messages: parse-reuse still lays them out
     ex = chain.process(request(None, raw=bad))
     assert ex.layout is not None
     assert not ex.changed and ex.body_to_send() is bad
