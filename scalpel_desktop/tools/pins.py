@@ -29,11 +29,12 @@ from scalpel_desktop.tools.store import Pin, ToolStore
 class _Attempt:
     """A session's pin on its way to the database."""
 
-    __slots__ = ("job", "late")
+    __slots__ = ("job", "late", "created")
 
     def __init__(self) -> None:
         self.job: Job | None = None
         self.late = False  # a request went out unfiltered before the pin was stored: pin it empty
+        self.created = False  # this attempt stored the session's pin
 
 
 class SessionPins:
@@ -62,10 +63,15 @@ class SessionPins:
                                                  retry=True)
         job = attempt.job
         assert job is not None
+        if attempt.late and not job.done:
+            return None  # an earlier request of this session gave up waiting already: so does this one
         bound = _safe_float(self.wait_s) if self.wait_s is not None else None
         if not job.wait(bound):
             with self._lock:
-                attempt.late = True  # read by the job before it writes
+                pin = self._cache.get(session)
+                if pin is not None:
+                    return pin  # stored just now
+                attempt.late = True  # read by the job: the session's pin must be empty now
             return None
         if job.error is not None:  # not a busy or slow disk (those are retried): the caller fails open
             with self._lock:
@@ -75,7 +81,8 @@ class SessionPins:
         return self._cache.get(session)
 
     def _establish(self, session: str, mid_session: bool, now: float | None, attempt: _Attempt) -> Pin:
-        """On the worker: the stored pin, or a new one (empty when its session already went out unfiltered)."""
+        """On the worker: the stored pin, or a new one - empty when a request of its session
+        went out unfiltered before it was stored (retried by the worker until it is)."""
         pin = self.store.get_pin(session)
         if pin is None:
             with self._lock:
@@ -83,11 +90,22 @@ class SessionPins:
             on = not late and _safe(self.enabled) and not mid_session
             names = self.store.removals().keys() if on else ()
             pin = self.store.create_pin(session, on, names, now=now)
+            attempt.created = True
         with self._lock:
-            if len(self._cache) > 50000:
-                self._cache.clear()
-            self._cache[session] = pin
-            self._attempts.pop(session, None)
+            stale = attempt.late and attempt.created and bool(pin.names)
+            if not stale:
+                return self._settle(session, pin)
+        # The pin landed after a request of its new session had gone out unfiltered: empty it,
+        # so the session keeps the tools it started with (no request used the stored set yet).
+        pin = self.store.clear_pin(session)
+        with self._lock:
+            return self._settle(session, pin)
+
+    def _settle(self, session: str, pin: Pin) -> Pin:
+        if len(self._cache) > 50000:
+            self._cache.clear()
+        self._cache[session] = pin
+        self._attempts.pop(session, None)
         return pin
 
     def forget(self) -> None:

@@ -122,6 +122,14 @@ class ToolStore:
         assert pin is not None
         return pin
 
+    def clear_pin(self, session: str) -> Pin:
+        """Make ``session``'s pin empty (its first request went out unfiltered); return it."""
+        with self.lock, self.conn:
+            self.conn.execute("UPDATE tool_session_pins SET names = '[]', enabled = 0 WHERE session = ?", (session,))
+        pin = self.get_pin(session)
+        assert pin is not None
+        return pin
+
     def repin(self, sessions: Iterable[str], names: Iterable[str], source: str) -> int:
         """Replace the pinned set of existing sessions (the user asked for it)."""
         names_json = json.dumps(sorted(set(names)))

@@ -26,3 +26,22 @@ def test_record_lookup_restart_sessions_recent():
     newer = CutRecord("toolu_2", "s3", "a", 5000.0, "failed", 7, "f" * 64, 1, "e" * 64)
     again.record(newer)  # a re-cut id replaces its row
     assert again.lookup(["toolu_2"])["toolu_2"] == newer and again.count() == 4
+
+
+def test_rows_the_log_cannot_take_in_time_are_withdrawn_not_written_later(tmp_path):
+    """Under another process's exclusive lock the write is not waited for: it is withdrawn
+    (the caller does not send those cuts) and leaves no row once the lock is gone."""
+    from scalpel_desktop.store.db import connect as connect_db
+    from tests.support.db_lock import exclusive_lock
+
+    path = tmp_path / "ledger.sqlite3"
+    log = CutLog(connect_db(path))
+    rec = CutRecord("toolu_locked", "s", "", 1.0, "superseded_read", 900, "a" * 64, 1, "b" * 64)
+    with exclusive_lock(path):
+        assert log.record_within([rec], 0.05) is False
+        assert not log.any_known(["toolu_locked"])
+    assert log.flush(10)
+    assert log.count() == 0 and log.lookup(["toolu_locked"]) == {}
+    assert log.record_within([rec], 5.0) is True  # the lock gone: logged, and known at once
+    assert log.any_known(["toolu_locked"]) and log.lookup(["toolu_locked"])["toolu_locked"].tokens == 900
+    assert log.flush(10) and CutLog(connect_db(path)).count() == 1

@@ -1,4 +1,5 @@
-"""tools/pins.py: a session's removal set is fixed at its first request."""
+"""tools/pins.py: a session's removal set is fixed at its first request, and storing it never
+makes a request wait on a locked database (the pin stored later is the one sent)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from scalpel_desktop.tools.pins import SessionPins
 from scalpel_desktop.tools.store import ToolStore
+from tests.support.db_lock import exclusive_lock
 
 
 @pytest.fixture
@@ -51,3 +53,41 @@ def test_forget_drops_the_cached_copy_so_a_repin_is_seen(store):
     assert pins.pin_for("s1").names == frozenset()  # cached
     pins.forget()
     assert pins.pin_for("s1").names == frozenset({"X"})
+
+
+def _store(tmp_path) -> ToolStore:
+    store = ToolStore.open(tmp_path / "ledger.sqlite3")
+    store.add_removal("ReportFindings", "cli", forced=True)
+    return store
+
+
+def test_a_pin_is_read_and_stored_within_the_bound(tmp_path):
+    store = _store(tmp_path)
+    pins = SessionPins(store, lambda: True, wait_s=lambda: 5.0)
+    pin = pins.pin_for("s1")
+    assert pin is not None and pin.enabled and pin.names == {"ReportFindings"}
+    assert store.get_pin("s1") == pin
+
+
+def test_under_an_exclusive_lock_the_request_goes_unfiltered_and_the_pin_lands_empty_later(tmp_path):
+    store = _store(tmp_path)
+    pins = SessionPins(store, lambda: True, wait_s=lambda: 0.05)
+    with exclusive_lock(tmp_path / "ledger.sqlite3"):
+        assert pins.pin_for("s2") is None  # not stored in time: this request is sent unfiltered
+        assert pins.pin_for("s2") is None  # nor the next one: the session keeps its tools
+    assert pins.worker.flush(30)
+    stored = store.get_pin("s2")
+    assert stored is not None and not stored.enabled and stored.names == frozenset()
+    assert pins.pin_for("s2") == stored  # what later requests use is what the database holds
+
+
+def test_a_database_error_that_is_not_a_stall_fails_the_stage_open(tmp_path):
+    store = _store(tmp_path)
+    pins = SessionPins(store, lambda: True, wait_s=lambda: 5.0)
+    store.close()
+    try:
+        pins.pin_for("s3")
+    except Exception as e:  # noqa: BLE001 - the chain turns it into an "error" decision
+        assert "closed" in str(e)
+    else:
+        raise AssertionError("a closed database must not answer a pin")
