@@ -75,7 +75,7 @@ def measure(raws: list[bytes]) -> tuple[int, int, int, int]:
     raw_total = doc_total = view_total = layout_total = 0
     for raw in raws:
         doc, d = traced(lambda: loads(raw))
-        def analysed():
+        def analysed(doc=doc):
             view = view_for("messages", doc)
             if view is not None:  # what the stage computes on it and keeps with it
                 view.unit_hashes()
@@ -83,7 +83,7 @@ def measure(raws: list[bytes]) -> tuple[int, int, int, int]:
             return view
 
         view, v = traced(analysed)
-        _, lay = traced(lambda: locate(raw, doc, None))
+        _, lay = traced(lambda doc=doc: locate(raw, doc, None))
         raw_total += len(raw)
         doc_total += d
         view_total += v

@@ -18,7 +18,6 @@ import logging
 import queue
 import sqlite3
 import threading
-import time
 from typing import Any, Callable
 
 log = logging.getLogger("scalpel.store")

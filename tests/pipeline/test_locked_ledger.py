@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
-from pathlib import Path
 
 import pytest
 
