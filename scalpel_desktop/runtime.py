@@ -37,6 +37,7 @@ from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
+from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero
@@ -174,6 +175,7 @@ class Runtime:
             self.prices = PriceTable.load()  # once per runtime, passed down
         stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices)
         self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
+        limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
         assemble.register_actions(self)
@@ -186,6 +188,7 @@ class Runtime:
             executor=self._executor,
             observer=self._observer,
             on_finished=self.stats.record,
+            trimmer=Trimmer(),
         )
 
     def _start_server(self) -> None:

@@ -121,7 +121,6 @@ class StageDriver:
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
                  sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = True, scratch: str | None = None):
         from scalpel_desktop.surgery.stage import SurgeryStage
-        from scalpel_desktop.store.db import connect
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
         from scalpel_desktop.surgery.economist import Economist
@@ -133,7 +132,7 @@ class StageDriver:
         cfg = dict(config or {})
         cfg["policy"], cfg["tier"] = policy, tier  # after the defaults, or every arm would run "cold"
         self.sim, self.bodies, self.hints = sim, bodies, hints
-        self.conn = connect(Path(":memory:"))  # the surgery log of this replay only
+        self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
         self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
                                   Economist(cfg, prices), prices)
@@ -142,6 +141,7 @@ class StageDriver:
         self.cuts: dict[str, Stub] = {}
         self._ex = None
         self._k = 0
+        self._key = None  # the sequence's conversation key: the same for every request of it
         self.headers = {"x-claude-code-session-id": seq.session_id}
         if seq.kind != "main" and seq.agent_id:
             self.headers["x-claude-code-agent-id"] = seq.agent_id
@@ -165,6 +165,11 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
         ex = Exchange(api, model=req.model)
         ex.set_doc(doc)
+        if self._key is None:
+            from scalpel_desktop.wire.identity import conversation_key
+
+            self._key = conversation_key(self.headers, doc)
+        ex.key = self._key
         hint = self.rewrite_at(k, req) if self.hints else None
         if hint is not None:
             ex.client_rewrite_at = hint
@@ -208,6 +213,25 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
+
+
+_LOG_TEMPLATE = None
+
+
+def _fresh_log_db():
+    """An empty, migrated in-memory surgery log: a copy of one migrated once (migrating
+    each arm's database anew cost more than its replay)."""
+    global _LOG_TEMPLATE
+    import sqlite3
+
+    from scalpel_desktop.store.db import connect
+
+    if _LOG_TEMPLATE is None:
+        _LOG_TEMPLATE = connect(Path(":memory:"))
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    _LOG_TEMPLATE.backup(conn)
+    conn.row_factory = sqlite3.Row
+    return conn
 
 
 def scratch_dir() -> str:

@@ -152,7 +152,8 @@ class SurgeryStage:
         view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return
-        if excluded(view.cwd(), self._get("exclude_dirs")):
+        dirs = self._get("exclude_dirs")
+        if dirs and excluded(view.cwd(), dirs):  # (the cwd is looked for only when it matters)
             ex.decision.note("working directory excluded")
             return
         replayed = self._reapply(view, prev_view)
@@ -237,8 +238,7 @@ class SurgeryStage:
                 return False
         except UnicodeDecodeError:
             return False
-        ex.analyse_later = True
-        ex.decision = Decision("unchanged", "first sighting: forwarded as it came, analysed after the response")
+        ex.analyse_later = True  # the decision is made after the response, as the full path would make it
         return True
 
     def _analyse_after(self, ex: Exchange) -> None:
@@ -255,8 +255,9 @@ class SurgeryStage:
         view = view_for(req.endpoint, doc)
         if view is None:
             return
-        if excluded(view.cwd(), self._get("exclude_dirs")):
-            ex.decision = Decision("unchanged", "working directory excluded")
+        dirs = self._get("exclude_dirs")
+        if dirs and excluded(view.cwd(), dirs):  # (the cwd is looked for only when it matters)
+            ex.decision.note("working directory excluded")
             return
         shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout), layout, pol)
         brk = self.economist.natural_break(shape)

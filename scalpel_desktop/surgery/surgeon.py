@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -92,16 +93,23 @@ class Surgeon:
         self.cutlog = cutlog
         self.wait_s = wait_s
         self.spill_worker = Worker("spill")
+        self._deadline: float | None = None  # of the current cut's writes (spill, then log)
         self._display_dir = spill_display_dir(spill.dir)
         self._pending: list[Cut] = []
 
     def _bound(self) -> float | None:
+        """What is left of this request's write budget: the spill and the log share one bound
+        (a request waits ``write_wait_ms`` in all, not per write)."""
         if self.wait_s is None:
             return None
+        if self._deadline is not None:
+            return max(0.005, self._deadline - time.monotonic())
         try:
-            return max(0.0, float(self.wait_s()))
+            bound = max(0.0, float(self.wait_s()))
         except Exception:  # noqa: BLE001 - a bad setting: the default bound
-            return 0.05
+            bound = 0.05
+        self._deadline = time.monotonic() + bound
+        return bound
 
     def _spill(self, contents: list[bytes]) -> list:
         """``spill.put_many(contents)``, waited on for the bound at most: what is not on disk
@@ -154,6 +162,7 @@ class Surgeon:
     # -- new cuts -----------------------------------------------------------
     def cut(self, view: ConversationView, spans: Iterable[DoomSpan], session: str = "", agent: str = "") -> list[Cut]:
         """Spill and stub every span it can; the cuts stay pending until ``commit``."""
+        self._deadline = None  # a new request's write budget starts here
         done: list[Cut] = []
         seen: set[str] = set()
         chosen: list[tuple[DoomSpan, bytes, str]] = []
@@ -169,9 +178,10 @@ class Surgeon:
             stored_all: list = self._spill([data for _, data, _ in chosen])
         except (OSError, ValueError) as e:
             stored_all = [e] * len(chosen)
+        failed: list[tuple[str, BaseException]] = []
         for (span, _, digest), stored in zip(chosen, stored_all):
             if isinstance(stored, BaseException):  # no spill, no cut
-                log.warning("spill failed for %s, not cut: %s", span.tool_use_id, stored)
+                failed.append((span.tool_use_id, stored))
                 continue
             if stored != digest:
                 continue
@@ -195,6 +205,8 @@ class Surgeon:
                     agent=agent,
                 )
             )
+        if failed:
+            log.warning("spill failed for %d result(s) (%s ...), not cut: %s", len(failed), failed[0][0], failed[0][1])
         self._pending.extend(done)
         return done
 
@@ -210,7 +222,9 @@ class Surgeon:
                              c.stub_version, c.stub_sha256) for c in chosen]
         if not records:
             return 0
-        return len(records) if self.cutlog.record_within(records, self._bound()) else 0
+        ok = self.cutlog.record_within(records, self._bound())
+        self._deadline = None
+        return len(records) if ok else 0
 
     def discard(self, cuts: Iterable[Cut] | None = None) -> None:
         """Forget pending cuts (the body failed validation or was not sent). Spill files stay."""

@@ -169,14 +169,26 @@ _API_CHECKS = {"messages": api_rules.validate_messages_body, "chat": api_rules.v
                "responses": api_rules.validate_responses_body}
 
 
-def api_problem(view: Any) -> str:
+_API_KNOWN = "_scalpel_api_known"  # on a view that passed: what the API check learnt of its messages
+
+
+def api_problem(view: Any, validated: Any = None) -> str:
     """The API's own 400 checks on the rewritten body. A problem the client's
-    original already had is the client's, and no reason to refuse."""
+    original already had is the client's, and no reason to refuse.
+
+    ``validated``: the conversation's previous view that passed; the messages
+    it shares with this one (the same objects) are not checked again on their
+    own (``api_rules.validate_messages_body(known=...)``)."""
     check = _API_CHECKS.get(view.endpoint)
     if check is None:
         return ""
     try:
-        check(view.doc)
+        if view.endpoint == "messages":
+            known = dict(validated.__dict__.get(_API_KNOWN, {})) if validated is not None else {}
+            check(view.doc, known=known)
+            view.__dict__[_API_KNOWN] = known
+        else:
+            check(view.doc)
         return ""
     except api_rules.ApiError as e:
         new = e.message
@@ -212,4 +224,4 @@ def rewrite_problem(view: Any, validated: Any = None) -> str:
         return f"validator error {type(e).__name__}: {e}"
     if problems:
         return "; ".join(str(p) for p in problems)[:300]
-    return api_problem(view)
+    return api_problem(view, validated)

@@ -63,8 +63,15 @@ def bad(message: str) -> ApiError:
 ROLES = ("user", "assistant", "system")
 
 
-def validate_messages_body(body: Any, *, count_tokens: bool = False) -> None:
-    """Raise ``ApiError`` for a Messages (or count_tokens) body the API would refuse."""
+def validate_messages_body(body: Any, *, count_tokens: bool = False, known: dict | None = None) -> None:
+    """Raise ``ApiError`` for a Messages (or count_tokens) body the API would refuse.
+
+    ``known``: what an earlier check learnt of each message it passed, by
+    identity (``{id(message): (message, ...)}``; refilled with this body's
+    messages). A message object seen there is not checked again on its own
+    (messages are never mutated once built); what depends on the others -
+    the tool_use / tool_result pairing, unique ids, the marker count - is.
+    The errors are those of a check without it."""
     if not isinstance(body, Mapping):
         raise bad("Request body must be a JSON object")
     model = body.get("model")
@@ -86,10 +93,14 @@ def validate_messages_body(body: Any, *, count_tokens: bool = False) -> None:
         raise bad("messages: Field required")
     if not messages:
         raise bad("messages: at least one message is required")
-    _validate_messages(messages)
+    seen = {} if known is not None else None
+    _validate_messages(messages, known, seen)
     top = body.get("cache_control")
     # order: tools -> system -> messages (collected in that order below)
-    ordered = _tool_ttls(body.get("tools")) + _system_ttls(body.get("system")) + _message_ttls(messages)
+    ordered = _tool_ttls(body.get("tools")) + _system_ttls(body.get("system")) + _message_ttls(messages, known, seen)
+    if known is not None and seen is not None:
+        known.clear()
+        known.update(seen)
     if top is not None:
         ordered.append(_ttl(top, "cache_control"))
     try:
@@ -119,14 +130,24 @@ def _system_ttls(system: Any) -> list[str]:
             if isinstance(b, Mapping) and b.get("cache_control") is not None]
 
 
-def _message_ttls(messages: list) -> list[str]:
+def _message_ttls(messages: list, known: dict | None = None, seen: dict | None = None) -> list[str]:
     out = []
     for i, m in enumerate(messages):
+        got = known.get(("ttl", id(m))) if known is not None else None
+        if got is not None and got[0] is m:
+            out.extend(got[1])
+            if seen is not None:
+                seen[("ttl", id(m))] = got
+            continue
+        mine = []
         content = m.get("content") if isinstance(m, Mapping) else None
         if isinstance(content, list):
             for j, b in enumerate(content):
                 if isinstance(b, Mapping) and b.get("cache_control") is not None:
-                    out.append(_ttl(b["cache_control"], f"messages.{i}.content.{j}.cache_control"))
+                    mine.append(_ttl(b["cache_control"], f"messages.{i}.content.{j}.cache_control"))
+        out.extend(mine)
+        if seen is not None:
+            seen[("ttl", id(m))] = (m, mine)
     return out
 
 
@@ -161,7 +182,7 @@ def _validate_system(system: Any) -> None:
             raise bad(f"system.{i}.text: text content blocks must be non-empty")
 
 
-def _validate_messages(messages: list) -> None:
+def _validate_messages(messages: list, known: dict | None = None, seen: dict | None = None) -> None:
     """Roles, content, and the tool_use / tool_result pairing.
 
     Consecutive messages of one role form one turn (the API merges them);
@@ -169,30 +190,54 @@ def _validate_messages(messages: list) -> None:
     turns: list[tuple[str, int, list[str], list[str]]] = []  # (role, first index, uses, results)
     seen_ids: set[str] = set()
     for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
-            raise bad(f"messages.{i}: Input should be an object")
-        role = m.get("role")
-        if role not in ROLES:
-            raise bad(f"messages.{i}.role: Input should be 'user' or 'assistant'")
-        content = m.get("content")
         last = i == len(messages) - 1
-        if isinstance(content, (str, list)):
-            # An empty system message is accepted: Claude Code 2.1.332 sends {"role":"system","content":[]}
-            # after /compact and auto-compaction, and the real API answers it (docs/emulator.md).
-            if not content and role != "system" and not (last and role == "assistant"):
-                raise bad("messages: all messages must have non-empty content except for the optional "
-                          "final assistant message")
+        got = known.get(id(m)) if known is not None else None
+        if got is not None and got[0] is m and got[1] == last:
+            _, _, role, use_at, results = got
+            for j, tid in use_at:
+                if tid in seen_ids:
+                    raise bad(f"messages.{i}.content.{j}: `tool_use` ids must be unique")
+                seen_ids.add(tid)
+            uses = [tid for _, tid in use_at]
+            if seen is not None:
+                seen[id(m)] = got
         else:
-            raise bad(f"messages.{i}.content: Input should be a valid string or list")
-        blocks = content if isinstance(content, list) else []
-        uses, results = _check_blocks(i, role, blocks, seen_ids)
+            role, uses, results, use_at = _check_message(i, m, last, seen_ids)
+            if seen is not None:
+                seen[id(m)] = (m, last, role, use_at, results)
         if role == "system":
             continue
         if turns and turns[-1][0] == role:
             turns[-1][2].extend(uses)
             turns[-1][3].extend(results)
         else:
-            turns.append((role, i, uses, results))
+            turns.append((role, i, list(uses), list(results)))
+    _check_pairing(turns)
+
+
+def _check_message(i: int, m: Any, last: bool, seen_ids: set[str]) -> tuple[str, list[str], list[str], list]:
+    """One message's own checks: (role, tool_use ids, tool_result ids, (block index, tool_use id))."""
+    if not isinstance(m, Mapping):
+        raise bad(f"messages.{i}: Input should be an object")
+    role = m.get("role")
+    if role not in ROLES:
+        raise bad(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+    content = m.get("content")
+    if isinstance(content, (str, list)):
+        # An empty system message is accepted: Claude Code 2.1.332 sends {"role":"system","content":[]}
+        # after /compact and auto-compaction, and the real API answers it (docs/emulator.md).
+        if not content and role != "system" and not (last and role == "assistant"):
+            raise bad("messages: all messages must have non-empty content except for the optional "
+                      "final assistant message")
+    else:
+        raise bad(f"messages.{i}.content: Input should be a valid string or list")
+    blocks = content if isinstance(content, list) else []
+    use_at: list[tuple[int, str]] = []
+    uses, results = _check_blocks(i, role, blocks, seen_ids, use_at)
+    return role, uses, results, use_at
+
+
+def _check_pairing(turns: list[tuple[str, int, list[str], list[str]]]) -> None:
     pending: tuple[int, list[str]] | None = None
     for role, first, uses, results in turns:
         if role == "user":
@@ -211,7 +256,8 @@ def _validate_messages(messages: list) -> None:
             pending = (first, uses) if uses else None
 
 
-def _check_blocks(i: int, role: str, blocks: list, seen_ids: set[str]) -> tuple[list[str], list[str]]:
+def _check_blocks(i: int, role: str, blocks: list, seen_ids: set[str],
+                  use_at: list[tuple[int, str]] | None = None) -> tuple[list[str], list[str]]:
     uses: list[str] = []
     results: list[str] = []
     for j, b in enumerate(blocks):
@@ -234,6 +280,8 @@ def _check_blocks(i: int, role: str, blocks: list, seen_ids: set[str]) -> tuple[
                 raise bad(f"{where}: `tool_use` ids must be unique")
             seen_ids.add(tid)
             uses.append(tid)
+            if use_at is not None:
+                use_at.append((j, tid))
         elif t == "tool_result":
             if role != "user":
                 raise bad(f"{where}: tool_result blocks can only be in user messages")

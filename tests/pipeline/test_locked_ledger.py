@@ -52,6 +52,9 @@ def test_a_whole_session_under_an_exclusive_ledger_lock(tmp_path, monkeypatch):
     monkeypatch.setenv("SCALPEL_TEST_CLOCK_FILE", str(clock_file))
     assert scalpel_main(["tools", "remove", REMOVED, "--force"]) == 0
     assert scalpel_main(["tools", "on"]) == 0
+    # A generous write budget: an fsynced spill on a busy test machine may take more than the shipped
+    # 50 ms (no cut then); the lock makes every database write fail or time out whatever the budget.
+    assert scalpel_main(["config", "set", "write_wait_ms", "2000"]) == 0
     db = dirs().database
 
     wd = _workdir(tmp_path)
