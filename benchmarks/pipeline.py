@@ -16,7 +16,14 @@ run, what the proxy does between receiving a request and forwarding it:
 * cutting: a request that arrives past the TTL and is cut (spill, stub, log);
 * cutting, spill not fsynced: the same with the spill files written but not
   fsynced (``SpillStore(durable=False)``, never done for real cuts): the
-  difference between the two is the disk's fsync time, the rest is CPU.
+  difference between the two is the disk's fsync time, the rest is CPU;
+* first sighting: a conversation the pipeline has never seen (a resume, a
+  restart, a conversation evicted from the memo and unknown to the economist):
+  a fresh pipeline for every round. Also timed: ``complete`` (what the stages
+  do after the response: a first sighting is laid out and analysed there, off
+  the request path).
+
+``--sizes 0.3,2.9,10`` (MB) sets the body sizes; ``--cases`` picks cases by name.
 
 Each round appends one turn to the conversation, as Claude Code does, so the
 stage can reuse what it learnt from the previous request. The median and p90
@@ -71,10 +78,34 @@ def request(body: bytes, at: float) -> ApiRequest:
     return ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", HEADERS, body, at)
 
 
+def first_sightings(size: int, rounds: int) -> tuple[list[float], list[float]]:
+    """(request-path ms, after-the-response ms) of a body no pipeline has seen before."""
+    prices = PriceTable.builtin()
+    s, _ = session_of(size)
+    body = dumps(s.body())
+    before, after = [], []
+    for r in range(rounds):
+        tmp = tempfile.mkdtemp(prefix="scalpel-bench-pipeline-")
+        stage = build_surgery_stage({"policy": "cold", "tier": 2}, connect(Path(tmp) / "l.db"), Path(tmp) / "spill",
+                                    prices)
+        chain = Chain([ParseReuse(), Identify(), stage])
+        start = time.perf_counter()
+        ex = chain.process(request(body, 1_000_000.0))
+        ex.body_to_send()
+        before.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1_000_002.0))
+        after.append((time.perf_counter() - start) * 1000)
+        assert ex.body_to_send() is body and ex.surgery is not None  # forwarded as it came, then analysed
+    return before, after
+
+
 def run_case(size: int, case: str, rounds: int) -> list[float]:
     tmp = tempfile.mkdtemp(prefix="scalpel-bench-pipeline-")
     prices = PriceTable.builtin()
     config = {"policy": "cold", "tier": 2}
+    if case == "first sighting":
+        return first_sightings(size, rounds)[0]
     if case == "pass-through":
         chain = Chain([])
     else:
@@ -125,14 +156,28 @@ def run_case(size: int, case: str, rounds: int) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=25)
+    ap.add_argument("--sizes", default="0.3,2.9", help="body sizes in MB, comma-separated")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     args = ap.parse_args(argv)
     os.environ.setdefault("SCALPEL_HOME", tempfile.mkdtemp(prefix="scalpel-home-"))
-    cases = ["pass-through", "warm", "warm, no parse reuse", "replaying cuts", "cutting", "cutting, spill not fsynced"]
+    cases = ["pass-through", "warm", "warm, no parse reuse", "replaying cuts", "cutting", "cutting, spill not fsynced",
+             "first sighting"]
+    if args.cases:
+        wanted = [c.strip() for c in args.cases.split(",")]
+        cases = ["pass-through"] + [c for c in cases if c in wanted and c != "pass-through"]
     print(f"{'body':>8}  {'case':<26} {'median ms':>10} {'p90 ms':>8} {'added median ms':>16}")
-    for label, size in (("300 KB", 300_000), ("2.9 MB", 2_900_000)):
+    for mb in (float(x) for x in args.sizes.split(",")):
+        label, size = (f"{mb * 1000:.0f} KB" if mb < 1 else f"{mb:g} MB"), int(mb * 1_000_000)
         base = None
         for case in cases:
-            times = sorted(run_case(size, case, args.rounds))
+            if case == "first sighting":
+                req_ms, after_ms = first_sightings(size, args.rounds)
+                after_ms.sort()
+                print(f"{label:>8}  {'first sighting, after':<26} {statistics.median(after_ms):>10.2f} "
+                      f"{after_ms[int(len(after_ms) * 0.9) - 1]:>8.2f} {'(off the path)':>16}")
+                times = sorted(req_ms)
+            else:
+                times = sorted(run_case(size, case, args.rounds))
             med = statistics.median(times)
             p90 = times[int(len(times) * 0.9) - 1]
             if base is None:

@@ -87,6 +87,11 @@ class CutLog:
             self._ids = {r[0] for r in self.conn.execute("SELECT tool_use_id FROM cuts")}
         return self._ids
 
+    def any_logged(self) -> bool:
+        """Is there any cut in the log? (In memory once loaded.)"""
+        with self._lock:
+            return bool(self._known())
+
     def any_known(self, ids: Iterable[str]) -> bool:
         """Is any of ``ids`` in the log? (The in-memory id set: no query once loaded.)"""
         with self._lock:

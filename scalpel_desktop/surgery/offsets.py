@@ -17,6 +17,24 @@ _RESULT_KEY = b'"tool_use_id":"'
 _PLAIN_ID = re.compile(rb'[^"\\\x00-\x1f]+')
 
 
+_ID_AFTER_KEY = re.compile(rb'"tool_use_id":"([^"]*)"')
+
+
+def result_ids(body: bytes) -> set[str] | None:
+    """Every id that follows a ``"tool_use_id":"`` in ``body`` (one regex pass, in C), decoded;
+    None when one of them holds an escape (only the parsed document says what it is)."""
+    found = _ID_AFTER_KEY.findall(body)
+    if not found:
+        return set()
+    unique = set(found)
+    if any(b"\\" in i for i in unique):
+        return None
+    try:
+        return {i.decode("utf-8") for i in unique}
+    except UnicodeDecodeError:
+        return None
+
+
 def first_result_offsets(body: bytes) -> dict[bytes, int]:
     """{id bytes: offset of the first ``"tool_use_id":"<id>"`` in ``body``}, in ONE pass.
 

@@ -58,7 +58,7 @@ from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
 from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.memo import Memo, Snapshot
-from scalpel_desktop.surgery.offsets import first_result_offsets, stub_positions
+from scalpel_desktop.surgery.offsets import result_ids, stub_positions
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import realized
@@ -214,7 +214,7 @@ class SurgeryStage:
         A conversation the economist has never seen is warm until known (its
         break is the last message): nothing is cut on a guess. What such a
         request can need is the re-application of logged cuts, found by
-        tool_use_id in the raw bytes (``first_result_offsets``: every tool
+        tool_use_id in the raw bytes (``result_ids``: every tool
         result of a body the codec reproduces shows its id there verbatim),
         or a cut inside its last message (more results there than
         ``keep_recent`` protects). Without either the body goes out unchanged
@@ -230,14 +230,10 @@ class SurgeryStage:
             return False
         if pol.looks_for_dead(_results_in(msgs[-1:]), int(self._get("keep_recent"))):
             return False
-        ids = first_result_offsets(base)
-        if any(b"\\" in i for i in ids):
-            return False  # an escaped id: only the parsed document says what it is
-        try:
-            if ids and self.cutlog.any_known([i.decode("utf-8") for i in ids]):
-                return False
-        except UnicodeDecodeError:
-            return False
+        if self.cutlog.any_logged():
+            ids = result_ids(base)
+            if ids is None or (ids and self.cutlog.any_known(ids)):
+                return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
         ex.analyse_later = True  # the decision is made after the response, as the full path would make it
         return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.surgery.memo import Memo, Snapshot
 from scalpel_desktop.wire.held import doc_bytes, layout_bytes, view_bytes
 from scalpel_desktop.wire.layout import Layout
@@ -55,3 +56,46 @@ def test_the_count_bound_still_holds():
     for k in range(4):
         memo.put(k, _snap(10))
     assert len(memo) == 2 and memo.nbytes == 2 * _snap(10).nbytes()
+
+
+def test_the_stage_keeps_its_memo_within_the_memo_mb_setting_over_many_conversations(tmp_path):
+    """Conversations of ~300 KB through the shipped stage with ``memo_mb`` = 2: what the memo
+    holds (its estimate: bodies, parsed documents, views) never passes the setting, so it keeps
+    fewer snapshots than its count bound would; a larger setting, read live, keeps more."""
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.exchange import ApiRequest, ResponseResult
+    from scalpel_desktop.store.db import connect
+    from scalpel_desktop.surgery.stage import build_surgery_stage
+    from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+    from scalpel_desktop.wire.held import MB
+    from scalpel_desktop.wire.jsoncodec import dumps
+    from scalpel_desktop.wire.usage import Usage
+
+    config = {"policy": "cold", "tier": 2, "memo_mb": 2}
+    stage = build_surgery_stage(config, connect(tmp_path / "l.db"), tmp_path / "spill", PriceTable.builtin())
+    sessions = []
+    for c in range(6):
+        s = SessionBuilder(session_id=f"00000000-0000-4000-8000-{c:012d}")
+        while len(dumps(s.body())) < 300_000:
+            s.call("Read", {"file_path": f"/p{c}/f{len(s.body()['messages'])}.py"}, file_text(f"{c}", 80))
+        sessions.append(s)
+    t = 1000.0
+    held = []
+    for rnd in range(3):
+        if rnd == 2:
+            config["memo_mb"] = 8  # read live
+        for s in sessions:
+            s.call("Read", {"file_path": f"/p/next{rnd}.py"}, file_text("n", 10))
+            body = dumps(s.body())
+            ex = Exchange(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages",
+                                     {"x-claude-code-session-id": s.session_id}, body, t))
+            stage.on_request(ex)
+            ex.response = ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 1)
+            stage.on_response(ex)
+            t += 2
+            memo = stage.memo
+            assert memo.nbytes == sum(x.nbytes() for x in memo._items.values()) <= config["memo_mb"] * MB
+            assert all(x.nbytes() >= 3 * len(x.raw) for x in memo._items.values() if x.view is not None)
+            held.append((rnd, len(memo)))
+    assert max(n for rnd, n in held if rnd < 2) < 6  # the byte budget, not the count, bounded it
+    assert max(n for rnd, n in held if rnd == 2) > max(n for rnd, n in held if rnd < 2)

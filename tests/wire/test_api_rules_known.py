@@ -54,7 +54,7 @@ def test_a_remembered_message_still_meets_the_checks_that_span_messages(monkeypa
     msgs = list(body["messages"])
     uses = [(i, b) for i, m in enumerate(msgs) if m["role"] == "assistant" and isinstance(m["content"], list)
             for b in m["content"] if b.get("type") == "tool_use"]
-    (i0, first), (i1, second) = uses[0], uses[-1]
+    first, (i1, second) = uses[0][1], uses[-1]
     dup = copy.deepcopy(msgs[i1])
     for b in dup["content"]:
         if b.get("type") == "tool_use" and b["id"] == second["id"]:

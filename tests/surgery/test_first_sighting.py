@@ -1,0 +1,104 @@
+"""A first sighting goes out as it came and is analysed after its response - unless it needs a change.
+
+A conversation the economist has never seen is never cut on a guess; what it
+can need is the re-application of logged cuts (a resume after a restart) or
+a cut inside its last message. Without either, the stage forwards it at once
+and records after the response exactly what the full path would have.
+"""
+
+from __future__ import annotations
+
+from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.exchange import ApiRequest, Exchange, ResponseResult
+from scalpel_desktop.pipeline.chain import Chain
+from scalpel_desktop.pipeline.identify import Identify
+from scalpel_desktop.pipeline.parse_reuse import ParseReuse
+from scalpel_desktop.store.db import connect
+from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.surgery.stage import build_surgery_stage
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.wire.formats import view_for
+from scalpel_desktop.wire.jsoncodec import dumps, loads
+from scalpel_desktop.wire.usage import Usage
+
+SID = "00000000-0000-4000-8000-0000000000f1"
+HEADERS = {"anthropic-version": "2023-06-01", "x-claude-code-session-id": SID}
+
+
+def _chain(tmp, name="l.db", defer=True):
+    stage = build_surgery_stage({"policy": "cold", "tier": 2, "write_wait_ms": 5000}, connect(tmp / name),
+                                tmp / "spill", PriceTable.builtin())
+    stage.defer_first_sightings = defer
+    return Chain([ParseReuse(min_bytes=0), Identify(), stage]), stage
+
+
+def _session(turns: int = 6) -> SessionBuilder:
+    s = SessionBuilder(session_id=SID)
+    for i in range(turns):
+        path = f"/home/user/proj/f{i}.py"
+        s.call("Read", {"file_path": path}, file_text(path, 150))
+        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated")
+        s.call("Read", {"file_path": path}, file_text(path, 150, salt="after"))
+    return s
+
+
+def _send(chain, body: bytes, at: float, done: bool = True) -> Exchange:
+    ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", HEADERS, body, at))
+    if done:
+        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, at + 1))
+    return ex
+
+
+def _stubs(body: bytes) -> set[str]:
+    return {r.id for r in view_for("messages", loads(body)).tool_results if is_stub(r.content)}
+
+
+def test_forwarded_at_once_and_recorded_after_as_the_full_path_would(tmp_path):
+    body = dumps(_session().body())
+    chain, stage = _chain(tmp_path)
+    ex = _send(chain, body, 1000.0, done=False)
+    assert ex.analyse_later and ex.surgery is None and ex.layout is None  # nothing analysed on the path
+    assert ex.body_to_send() is body and stage.economist.conversations == {}
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+
+    full, fstage = _chain(tmp_path, "full.db", defer=False)
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body
+    assert ex.decision == fex.decision and "first-seen" in ex.decision.reason
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+    assert stage.memo.get(key).sent_hashes == fstage.memo.get(key).sent_hashes
+    assert stage.memo.get(key).layout == fstage.memo.get(key).layout
+
+    s = _session()
+    s.call("Read", {"file_path": "/home/user/proj/next.py"}, file_text("n", 30))
+    nxt = dumps(s.body())
+    a, b = _send(chain, nxt, 1010.0), _send(full, nxt, 1010.0)  # warm: the fast path from the memo
+    assert a.decision == b.decision and a.decision.figures.get("reused_units", 0) > 0
+    assert a.body_to_send() == b.body_to_send()
+
+
+def test_a_first_sighting_with_logged_cuts_replays_them_on_the_request_path(tmp_path):
+    chain, stage = _chain(tmp_path)
+    s = _session()
+    _send(chain, dumps(s.body()), 1000.0)
+    s.call("Read", {"file_path": "/home/user/proj/x.py"}, file_text("x", 30))
+    cut = _send(chain, dumps(s.body()), 6000.0)  # past the TTL: the superseded reads are cut
+    assert cut.decision.action == "cut"
+    stubs = _stubs(cut.body_to_send())
+    assert stubs
+
+    restarted, _ = _chain(tmp_path)  # the same log, a new process: this conversation is a first sighting
+    s.call("Read", {"file_path": "/home/user/proj/y.py"}, file_text("y", 30))
+    body = dumps(s.body())
+    ex = _send(restarted, body, 6010.0, done=False)
+    assert not ex.analyse_later and ex.decision.figures["replayed"] == len(stubs)
+    assert _stubs(ex.body_to_send()) == stubs  # byte-identical replay of the earlier cuts
+
+
+def test_a_last_message_with_more_results_than_protected_is_analysed_at_once(tmp_path):
+    s = _session(2)
+    s.calls([("Read", {"file_path": f"/home/user/proj/p{i}.py"}, file_text(f"p{i}", 20), None) for i in range(5)])
+    chain, _ = _chain(tmp_path)
+    ex = _send(chain, dumps(s.body()), 1000.0, done=False)
+    assert not ex.analyse_later and ex.surgery is not None
