@@ -91,7 +91,7 @@ class ProxyOptions:
     executor: Executor | None = None  # pipeline work that the answer waits for
     observer: Executor | None = None  # observe-only work, after the answer (one thread keeps the order)
     on_finished: Callable[[Finished], None] | None = None
-    trimmer: Trimmer | None = None  # gives large requests' memory back once they are done
+    trimmer: Trimmer | None = None  # gives large requests' memory back once they are done (server.py)
     connect_timeout_s: float = 30.0
     _pending: set = field(default_factory=set, repr=False)
 
@@ -230,19 +230,6 @@ async def forward(request: web.Request) -> web.StreamResponse:
         limit = int(opts.body_limit())
     except Exception:  # noqa: BLE001
         limit = 64 * 1024 * 1024
-    if opts.trimmer is not None:
-        opts.trimmer.started()
-    try:
-        return await _forward(request, opts, session, loop, received_at, t0, api, upstream_pq, path, query,
-                              endpoint, url, limit)
-    finally:
-        if opts.trimmer is not None:
-            opts.trimmer.finished(request.content_length or 0)
-
-
-async def _forward(request: web.Request, opts: ProxyOptions, session: aiohttp.ClientSession,
-                   loop: asyncio.AbstractEventLoop, received_at: float, t0: float, api: str, upstream_pq: str,
-                   path: str, query: str, endpoint: str, url: URL, limit: int) -> web.StreamResponse:
     body, complete = await _read_bounded(request, limit)
     data: Any = body if complete else _prefix_then_rest(body, request)
 

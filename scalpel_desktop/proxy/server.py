@@ -13,7 +13,7 @@ only, and a taken port raised as ``PortInUse`` naming the holder.
 from __future__ import annotations
 
 import errno
-from typing import Callable
+from typing import Any, Callable
 
 from aiohttp import web
 
@@ -21,6 +21,7 @@ from scalpel_desktop.proxy import control
 from scalpel_desktop.proxy.app_thread import HOST, AppThread
 from scalpel_desktop.proxy.forward import OPTIONS, ProxyOptions, forward, upstream_session_ctx
 from scalpel_desktop.proxy.portcheck import port_in_use_error
+from scalpel_desktop.proxy.trim import Trimmer
 
 SHUTDOWN_TIMEOUT_S = 0.5
 
@@ -28,13 +29,29 @@ SHUTDOWN_TIMEOUT_S = 0.5
 def build_app(options: ProxyOptions, target: control.ControlTarget | None = None) -> web.Application:
     # client_max_size: the body limit is ours (forward.py streams big bodies); aiohttp's own
     # 1 MB check only applies to request.read()/post(), which forward calls within our bound.
-    app = web.Application(client_max_size=1 << 62, handler_args={"max_field_size": 65536})
+    middlewares = [trimming(options.trimmer)] if options.trimmer is not None else []
+    app = web.Application(client_max_size=1 << 62, handler_args={"max_field_size": 65536},
+                          middlewares=middlewares)
     app[OPTIONS] = options
     app.cleanup_ctx.append(upstream_session_ctx)
     if target is not None:
         control.add_routes(app, target)
     app.router.add_route("*", "/{tail:.*}", forward)
     return app
+
+
+def trimming(trimmer: Trimmer) -> Any:
+    """A middleware that counts requests in flight and their bytes for ``trimmer``."""
+
+    @web.middleware
+    async def count(request: web.Request, handler: Any) -> web.StreamResponse:
+        trimmer.started()
+        try:
+            return await handler(request)
+        finally:
+            trimmer.finished(request.content_length or 0)
+
+    return count
 
 
 class ProxyServer(AppThread):

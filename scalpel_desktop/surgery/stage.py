@@ -38,7 +38,12 @@ as the live proxy would have seen it.
 
 Both paths end in the same decision builder (``_decide``) over the
 economist's plan, and compute the natural break once per request (handed to
-``decide`` and ``record_sent``).
+``decide`` and ``record_sent``). A first sighting that needs no change goes
+out as it came and is analysed after its response (``first_sighting.py``);
+otherwise the layout parse-reuse found is used, or found once and handed on.
+Writes (spill, cut log) are waited on for ``write_wait_ms`` in all, as the
+proxy builds the stage (``build_surgery_stage``); a cut that did not land in
+time is not sent.
 """
 
 from __future__ import annotations
@@ -56,9 +61,12 @@ from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
 from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
+from scalpel_desktop.surgery import first_sighting
 from scalpel_desktop.surgery.exclude import excluded
+from scalpel_desktop.surgery.first_sighting import results_in
+from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
 from scalpel_desktop.surgery.memo import Memo, Snapshot
-from scalpel_desktop.surgery.offsets import result_ids, stub_positions
+from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import realized
@@ -66,7 +74,7 @@ from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.validate import rewrite_problem
 from scalpel_desktop.wire.cache_rules import message_ttl_s
 from scalpel_desktop.wire.formats import view_for
-from scalpel_desktop.wire.hashing import message_hash, region_hash
+from scalpel_desktop.wire.hashing import region_hash
 from scalpel_desktop.wire.held import MB
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps, round_trips
@@ -131,7 +139,7 @@ class SurgeryStage:
         self.memo.max_bytes = int(self._get("memo_mb")) * MB
         if req.endpoint == "messages":
             snap = self.memo.get(ckey)
-            if snap is None and self._later(ex, doc, ckey, pol, base):
+            if snap is None and first_sighting.send_as_it_came(self, ex, doc, ckey, pol, base):
                 return
             given = ex.layout if base is req.body else None
             if given is not None and (snap is None or (ex.layout_base is snap.raw
@@ -208,62 +216,6 @@ class SurgeryStage:
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs))
 
-    def _later(self, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
-        """A first sighting that cannot change: forward it as it came, analyse it after the response.
-
-        A conversation the economist has never seen is warm until known (its
-        break is the last message): nothing is cut on a guess. What such a
-        request can need is the re-application of logged cuts, found by
-        tool_use_id in the raw bytes (``result_ids``: every tool
-        result of a body the codec reproduces shows its id there verbatim),
-        or a cut inside its last message (more results there than
-        ``keep_recent`` protects). Without either the body goes out unchanged
-        at once - no layout, no view, no analysis on the request path - and
-        ``on_response`` does what the full path would have recorded.
-        """
-        if not self.defer_first_sightings or base is not ex.request.body or pol.warm:
-            return False
-        if ckey in self.economist.conversations:
-            return False  # known to the economist (only its memo entry was dropped): it may cut
-        msgs = doc.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            return False
-        if pol.looks_for_dead(_results_in(msgs[-1:]), int(self._get("keep_recent"))):
-            return False
-        if self.cutlog.any_logged():
-            ids = result_ids(base)
-            if ids is None or (ids and self.cutlog.any_known(ids)):
-                return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
-        ex.analyse_later = True  # the decision is made after the response, as the full path would make it
-        return True
-
-    def _analyse_after(self, ex: Exchange) -> None:
-        """The full path's record of a first sighting sent as it came (``_later``), after its response."""
-        req = ex.request
-        doc = ex.doc
-        if not isinstance(doc, dict):
-            return
-        key = ex.key or conversation_key(req.headers, doc)
-        ckey = (key.session_id, key.agent_id) if hasattr(key, "session_id") else key
-        model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
-        pol = policy_named(self._get("policy"))
-        layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
-        view = view_for(req.endpoint, doc)
-        if view is None:
-            return
-        dirs = self._get("exclude_dirs")
-        if dirs and excluded(view.cwd(), dirs):  # (the cwd is looked for only when it matters)
-            ex.decision.note("working directory excluded")
-            return
-        shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout), layout, pol)
-        brk = self.economist.natural_break(shape)
-        plan = self.economist.decide(shape, (), policy=pol.name, brk=brk)
-        serial = self.economist.record_sent(shape, shape.unit_hashes, brk)
-        ex.surgery = SurgerySent(serial, ckey, model)
-        if layout is not None:
-            self._remember(ckey, req.body, layout, view, None, list(shape.unit_hashes), [])
-        self._decide(ex, plan, replayed=0, cuts=[], removed=0)
-
     @staticmethod
     def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,
                 extra: dict[str, Any] | None = None) -> None:
@@ -307,7 +259,7 @@ class SurgeryStage:
         hashes = tuple(snap.sent_hashes[:k]) + tuple(layout.hashes[k:])
         shape = self._shape(ex, doc, ckey, model, hashes, layout, pol)
         brk = self.economist.natural_break(shape)
-        if pol.looks_for_dead(_results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
+        if pol.looks_for_dead(results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
             return False
         body = None
         if snap.sent is not None:
@@ -383,7 +335,7 @@ class SurgeryStage:
     def _on_response(self, ex: Exchange) -> None:
         if ex.analyse_later:
             ex.analyse_later = False
-            self._analyse_after(ex)
+            first_sighting.analyse_after(self, ex)
         sent = ex.surgery
         res = ex.response
         if sent is None or res is None:
@@ -396,32 +348,7 @@ class SurgeryStage:
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
 
     # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _hashes(view: Any, layout: Layout | None, previous: Any = None) -> tuple:
-        """The economist's per-unit hashes of the view's CURRENT document (stubs included).
-
-        A rewritten message that is the very object ``previous`` sent (an
-        adopted replay) keeps the hash computed for it then (messages are
-        never mutated once built)."""
-        if view.endpoint != "messages":
-            return tuple(view.unit_hashes())
-        msgs = view.doc["messages"]
-        if layout is None or len(layout.hashes) != len(msgs):
-            return tuple(message_hash(m) for m in msgs)
-        hashes = list(layout.hashes)
-        known = previous.__dict__.get(_HASHES_OF_REWRITTEN, {}) if previous is not None else {}
-        mine: dict[int, tuple[Any, bytes]] = {}
-        for tid in view.replaced:
-            r = view.result(tid)
-            if r is not None:
-                i = r.unit_index
-                m = msgs[i]
-                got = mine.get(i) or known.get(i)
-                h = got[1] if got is not None and got[0] is m else message_hash(m)
-                hashes[i] = h
-                mine[i] = (m, h)
-        view.__dict__[_HASHES_OF_REWRITTEN] = mine
-        return tuple(hashes)
+    _hashes = staticmethod(sent_unit_hashes)
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
                pol: Policy) -> RequestShape:
@@ -449,22 +376,6 @@ class SurgeryStage:
             total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
             rewrite_at=ex.client_rewrite_at,
         )
-
-
-_HASHES_OF_REWRITTEN = "_scalpel_rewritten_hashes"  # on a view: {unit: (rewritten message, its hash)}
-
-
-def _results_in(msgs: list) -> int:
-    """Tool results in ``msgs`` (Anthropic blocks, Chat ``tool`` messages, Responses outputs)."""
-    n = 0
-    for m in msgs:
-        if not isinstance(m, dict):
-            continue
-        if m.get("role") == "tool" or m.get("type") == "function_call_output":
-            n += 1
-        elif isinstance(m.get("content"), list):
-            n += sum(1 for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
-    return n
 
 
 def _results_from(view: Any, unit: int) -> int:

@@ -1,0 +1,88 @@
+"""A first sighting goes out as it came, and is analysed after its response.
+
+A conversation the economist has never seen is warm until known (its break
+is the last message): nothing is cut on a guess. What such a request can
+need is the re-application of logged cuts - found by tool_use_id in the raw
+bytes (``offsets.result_ids``: every tool result of a body the codec
+reproduces shows its id there verbatim) - or a cut inside its last message
+(more results there than ``keep_recent`` protects). Without either, the body
+goes out unchanged at once: no layout, no view, no analysis on the request
+path (at 2.9 MB that is the parse alone, instead of the parse plus a layout
+pass, a view and the analysis). After the response ``analyse_after`` records
+exactly what the stage's full path would have (the economist's state, the
+memo's snapshot, the decision). A conversation the economist knows (only its
+memo entry was dropped), a warm policy, or a body an earlier stage changed
+take the full path on the request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scalpel_desktop.exchange import Exchange, SurgerySent
+from scalpel_desktop.surgery.exclude import excluded
+from scalpel_desktop.surgery.offsets import result_ids
+from scalpel_desktop.surgery.policies import Policy, policy_named
+from scalpel_desktop.wire.formats import view_for
+from scalpel_desktop.wire.identity import conversation_key
+from scalpel_desktop.wire.layout import locate
+
+
+def results_in(msgs: list) -> int:
+    """Tool results in ``msgs`` (Anthropic blocks, Chat ``tool`` messages, Responses outputs)."""
+    n = 0
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "tool" or m.get("type") == "function_call_output":
+            n += 1
+        elif isinstance(m.get("content"), list):
+            n += sum(1 for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    return n
+
+
+def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
+    """True (and ``ex.analyse_later`` set) when this first sighting goes out unchanged now."""
+    if not stage.defer_first_sightings or base is not ex.request.body or pol.warm:
+        return False
+    if ckey in stage.economist.conversations:
+        return False  # known to the economist (only its memo entry was dropped): it may cut
+    msgs = doc.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        return False
+    if pol.looks_for_dead(results_in(msgs[-1:]), int(stage._get("keep_recent"))):
+        return False
+    if stage.cutlog.any_logged():
+        ids = result_ids(base)
+        if ids is None or (ids and stage.cutlog.any_known(ids)):
+            return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
+    ex.analyse_later = True  # the decision is made after the response, as the full path would make it
+    return True
+
+
+def analyse_after(stage: Any, ex: Exchange) -> None:
+    """The full path's record of a first sighting sent as it came, after its response."""
+    req = ex.request
+    doc = ex.doc
+    if not isinstance(doc, dict):
+        return
+    key = ex.key or conversation_key(req.headers, doc)
+    ckey = (key.session_id, key.agent_id) if hasattr(key, "session_id") else key
+    model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+    pol = policy_named(stage._get("policy"))
+    layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
+    view = view_for(req.endpoint, doc)
+    if view is None:
+        return
+    dirs = stage._get("exclude_dirs")
+    if dirs and excluded(view.cwd(), dirs):
+        ex.decision.note("working directory excluded")
+        return
+    shape = stage._shape(ex, doc, ckey, model, stage._hashes(view, layout), layout, pol)
+    brk = stage.economist.natural_break(shape)
+    plan = stage.economist.decide(shape, (), policy=pol.name, brk=brk)
+    serial = stage.economist.record_sent(shape, shape.unit_hashes, brk)
+    ex.surgery = SurgerySent(serial, ckey, model)
+    if layout is not None:
+        stage._remember(ckey, req.body, layout, view, None, list(shape.unit_hashes), [])
+    stage._decide(ex, plan, replayed=0, cuts=[], removed=0)
