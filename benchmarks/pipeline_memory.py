@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             ex = chain.process(ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", headers, body,
                                           t + c))
             ex.body_to_send()
-            actions[ex.decision.action] = actions.get(ex.decision.action, 0) + 1
+            actions[ex.decision.label] = actions.get(ex.decision.label, 0) + 1
             chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + c + 2))
             del ex, body
     gc.collect()

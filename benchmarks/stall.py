@@ -112,14 +112,14 @@ def run(locked: bool, rounds: int, size: int) -> dict[str, list]:
             fresh.user("hello")
             start = time.perf_counter()
             ex = chain.process(_request(fresh.session_id, dumps(fresh.body()), t))
-            out["new session (pin)"].append(((time.perf_counter() - start) * 1000, ex.decision.action,
+            out["new session (pin)"].append(((time.perf_counter() - start) * 1000, ex.decision.label,
                                              (ex.tool_filter.left_alone if ex.tool_filter else "") or "pinned in time"))
             chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 1))
             s = convs[r]
             _reads(s, f"due{r}", 200)
             start = time.perf_counter()
             ex = chain.process(_request(s.session_id, dumps(s.body()), t + 1))
-            out["cut due (spill + log)"].append(((time.perf_counter() - start) * 1000, ex.decision.action,
+            out["cut due (spill + log)"].append(((time.perf_counter() - start) * 1000, ex.decision.label,
                                                  ex.decision.reason[:60]))
             chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, t + 2))
     finally:

@@ -43,7 +43,7 @@ from typing import Any, Callable, NamedTuple
 
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes
-from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
+from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads, too_deep
 from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
 
 _TAIL_KEY = "\u0000scalpel-tail"
@@ -171,7 +171,12 @@ class ParseReuse:
         raw = ex.request.body
         layout = ex.layout if ex.layout is not None and ex.layout_base is None else None
         if layout is None or len(layout.ends) != len(msgs):
-            layout = locate(raw, {"messages": msgs}, None)
+            try:
+                layout = locate(raw, {"messages": msgs}, None)
+            except Exception as e:  # noqa: BLE001 - only a body nested deeper than the codec writes
+                if not too_deep(e):
+                    raise
+                return  # not a body to remember (the surgery stage says so in the decision)
         if layout is None:
             return
         ex.layout, ex.layout_base = layout, None  # the surgery stage's analysis after the response reuses it

@@ -25,6 +25,7 @@ from scalpel_desktop.surgery.offsets import result_ids
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.identity import conversation_key
+from scalpel_desktop.wire.jsoncodec import too_deep
 from scalpel_desktop.wire.layout import locate
 
 
@@ -62,6 +63,15 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
 
 def analyse_after(stage: Any, ex: Exchange) -> None:
     """The full path's record of a first sighting sent as it came, after its response."""
+    try:
+        _analyse_after(stage, ex)
+    except Exception as e:  # noqa: BLE001 - only a body nested deeper than the codec writes
+        if not too_deep(e):
+            raise
+        ex.decision.note("body nests deeper than the JSON codec writes: forwarded as sent")
+
+
+def _analyse_after(stage: Any, ex: Exchange) -> None:
     req = ex.request
     doc = ex.doc
     if not isinstance(doc, dict):

@@ -75,18 +75,18 @@ def _stubs(ex: Exchange) -> set[str]:
 def test_a_locked_ledger_sends_no_new_cut_keeps_the_replays_and_logs_nothing_later(tmp_path):
     conv = Conversation(tmp_path, tmp_path / "spill")
     _, first_cut = conv.turn(past_ttl=True)
-    assert first_cut.decision.action == "cut", first_cut.decision.reason
+    assert "cut" in first_cut.decision.changes, first_cut.decision.reason
     replayed = _stubs(first_cut)
     assert replayed and conv.logged() == len(replayed)
     with exclusive_lock(conv.db):
         body, ex = conv.turn(past_ttl=True)  # new cuts are due: the log cannot take them in time
-        assert ex.decision.action != "cut" and "surgeon could not cut" in ex.decision.reason
+        assert "cut" not in ex.decision.changes and "surgeon could not cut" in ex.decision.reason
         assert _stubs(ex) == replayed  # the earlier cuts still replayed, byte for byte; nothing new
         assert ex.body_to_send() != body
         assert ex.decision.figures["replayed"] == len(replayed)
     assert conv.logged() == len(replayed)  # the withdrawn cuts left no row behind
     _, after = conv.turn(past_ttl=True)  # the lock gone: the due cuts are made and logged
-    assert after.decision.action == "cut" and _stubs(after) > replayed
+    assert "cut" in after.decision.changes and _stubs(after) > replayed
     assert conv.logged() == len(_stubs(after))
 
 
@@ -118,7 +118,7 @@ def full_tmpfs(tmp_path):
 def test_a_full_spill_dir_means_no_cut_and_the_request_goes_out(tmp_path, full_tmpfs):
     conv = Conversation(tmp_path, full_tmpfs)
     body, ex = conv.turn(past_ttl=True)
-    assert ex.decision.action != "cut" and "surgeon could not cut" in ex.decision.reason  # a cut was due
+    assert "cut" not in ex.decision.changes and "surgeon could not cut" in ex.decision.reason  # a cut was due
     assert ex.body_to_send() == body and _stubs(ex) == set()  # forwarded as it came
     assert conv.logged() == 0
     assert conv.stage.spill.ls() == []  # not one spill file landed
