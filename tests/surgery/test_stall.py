@@ -36,12 +36,12 @@ HEADERS = {"anthropic-version": "2023-06-01", "x-claude-code-session-id": "00000
 
 
 class Conversation:
-    def __init__(self, tmp: Path, spill_dir: Path):
+    def __init__(self, tmp: Path, spill_dir: Path, write_wait_ms: int = 3000):
         self.db = tmp / "ledger.sqlite3"
-        # A generous write budget: an fsynced spill on a busy test machine may take more than the
-        # shipped 50 ms, and this test is about what is decided, not about how long it took.
-        self.stage = build_surgery_stage({"policy": "cold", "tier": 2, "write_wait_ms": 3000}, connect(self.db),
-                                         spill_dir, PriceTable.builtin())
+        # A generous write budget by default: an fsynced spill on a busy test machine may take more
+        # than the shipped 50 ms, and these tests are about what is decided, not how long it took.
+        self.stage = build_surgery_stage({"policy": "cold", "tier": 2, "write_wait_ms": write_wait_ms},
+                                         connect(self.db), spill_dir, PriceTable.builtin())
         self.chain = Chain([ParseReuse(min_bytes=0), Identify(), self.stage])
         self.s = SessionBuilder(session_id=HEADERS["x-claude-code-session-id"])
         self.t = 1_000_000.0
@@ -122,3 +122,28 @@ def test_a_full_spill_dir_means_no_cut_and_the_request_goes_out(tmp_path, full_t
     assert ex.body_to_send() == body and _stubs(ex) == set()  # forwarded as it came
     assert conv.logged() == 0
     assert conv.stage.spill.ls() == []  # not one spill file landed
+
+
+def test_a_spill_that_does_not_land_within_the_bound_means_no_cut(tmp_path):
+    """A slow disk (the spill blocked until the test lets it go): the request does not wait for it,
+    goes out as it came, and the spill that lands later leaves no cut behind."""
+    import threading
+
+    conv = Conversation(tmp_path, tmp_path / "spill", write_wait_ms=50)
+    gate = threading.Event()
+    real = conv.stage.spill.put_many
+
+    def slow(contents):
+        gate.wait(30)
+        return real(contents)
+
+    conv.stage.spill.put_many = slow
+    try:
+        body, ex = conv.turn(past_ttl=True)
+        assert "cut" not in ex.decision.changes and "surgeon could not cut" in ex.decision.reason
+        assert ex.body_to_send() == body and _stubs(ex) == set()
+    finally:
+        gate.set()
+    assert conv.stage.surgeon.spill_worker.flush(30)
+    assert conv.logged() == 0  # the spill landed late; its cut was never made
+    assert conv.stage.spill.ls()  # ... and the files are there, harmless (content-addressed)
