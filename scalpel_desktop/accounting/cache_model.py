@@ -31,12 +31,22 @@ stricter judge, which is what a byte-preserving proxy wants).
 2. Each breakpoint at block i looks for a live entry at blocks i, i-1, ...,
    i-``lookback`` (the breakpoint itself plus 20 blocks before it). The
    longest prefix found is *read* (``cache_read``); every entry found is
-   refreshed to now + its TTL.
+   refreshed to now + its TTL (``refresh="each"``), or only the entry read
+   (``refresh="read"``).
 3. Each breakpoint whose prefix is at least ``min_cacheable`` tokens gets an
    entry (TTL from its ``cache_control``). Tokens between the read point (or
    the previous written breakpoint) and a breakpoint are *written*, at that
    breakpoint's TTL (``cache_write_5m`` / ``cache_write_1h``).
 4. ``input_tokens`` = everything after the last cached point.
+
+Two behaviours are not documented (SPEC 3), so the model is switchable between
+their readings and the tests run under each: the exact lookback
+(``lookback``: about 20; ``LOOKBACK_VARIANTS`` 12, 20, 28) and whether a hit at
+one breakpoint also refreshes the entries found at the other breakpoints of
+the request (``refresh``: ``"each"``, every breakpoint's own entry is
+refreshed, or ``"read"``, only the entry the read stops at; a breakpoint whose
+own entry exists but is not the one read leaves it as it was).
+``PromptCache.variant(name)`` builds one from a name such as ``"lookback=12,refresh=read"``.
 
 OpenAI's automatic prefix caching is ``PromptCache.bill_automatic``: the
 longest live prefix at any block boundary is read, every boundary past the
@@ -62,11 +72,13 @@ from scalpel_desktop.wire.cache_rules import AUTO_TTL, LOOKBACK_BLOCKS, MAX_BREA
 from scalpel_desktop.wire.usage import Usage
 
 __all__ = ["AUTO_TTL", "Bill", "Block", "CACHE_TTLS", "CacheControlError", "DEFAULT_MIN_CACHEABLE", "Entry",
-           "LOOKBACK_BLOCKS", "MAX_BREAKPOINTS", "MIN_CACHEABLE_TABLE", "PrefixBuilder", "PromptCache", "TTL_SECONDS",
+           "LOOKBACK_BLOCKS", "LOOKBACK_VARIANTS", "REFRESH_READINGS", "MAX_BREAKPOINTS", "MIN_CACHEABLE_TABLE", "PrefixBuilder", "PromptCache", "TTL_SECONDS",
            "builder_for", "check_breakpoints", "min_cacheable_for", "openai_blocks", "request_blocks", "ttl_of",
            "with_breakpoints"]
 
 DEFAULT_MIN_CACHEABLE = 1024
+REFRESH_READINGS = ("each", "read")  # does a hit refresh the entries at the other breakpoints?
+LOOKBACK_VARIANTS = (12, 20, 28)  # readings of "about 20 blocks"
 
 # Minimum cacheable prefix per model family, as published (Anthropic prompt
 # caching docs and provider mirrors, read 2026): first match wins, else 1,024.
@@ -109,11 +121,27 @@ class Bill:
 class PromptCache:
     """Cache entries keyed by (cache key, chain), e.g. cache key = model."""
 
-    def __init__(self, min_cacheable: int = DEFAULT_MIN_CACHEABLE, lookback: int = LOOKBACK_BLOCKS):
+    def __init__(self, min_cacheable: int = DEFAULT_MIN_CACHEABLE, lookback: int = LOOKBACK_BLOCKS,
+                 refresh: str = "each"):
+        if refresh not in REFRESH_READINGS:
+            raise ValueError(f"refresh must be one of {REFRESH_READINGS}, not {refresh!r}")
         self.min_cacheable = min_cacheable
-        self.lookback = lookback
+        self.lookback = int(lookback)
+        self.refresh = refresh
         self.entries: dict[tuple[Hashable, Hashable], Entry] = {}
         self._bills = 0
+
+    @classmethod
+    def variant(cls, name: str = "", min_cacheable: int = DEFAULT_MIN_CACHEABLE) -> "PromptCache":
+        """A cache under one reading of the undocumented behaviours: ``"lookback=12,refresh=read"``
+        (either part may be left out; ValueError on anything else)."""
+        opts: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in name.split(","))):
+            k, _, v = part.partition("=")
+            if k not in ("lookback", "refresh") or not v:
+                raise ValueError(f"unknown cache variant {part!r}: use lookback=N,refresh=each|read")
+            opts[k] = v
+        return cls(min_cacheable, int(opts.get("lookback", LOOKBACK_BLOCKS)), opts.get("refresh", "each"))
 
     def clear(self) -> None:
         self.entries.clear()
@@ -145,24 +173,28 @@ class PromptCache:
         total = cum[-1]
         self._maybe_purge(now)
 
+        each = self.refresh == "each"
         hits: list[int] = []
         for i, _ttl in bps:
             lo = max(0, i - self.lookback)
             for j in range(i, lo - 1, -1):
                 entry = self.entries.get((key, blocks[j].chain))
                 if entry is not None and entry.expires > now:
-                    if not dry_run:
+                    if not dry_run and each:
                         entry.expires = now + TTL_SECONDS[entry.ttl]
                     hits.append(j)
                     break
         if also_read is not None and 0 <= also_read < len(blocks):
             entry = self.entries.get((key, blocks[also_read].chain))
             if entry is not None and entry.expires > now:
-                if not dry_run:
+                if not dry_run and each:
                     entry.expires = now + TTL_SECONDS[entry.ttl]
                 hits.append(also_read)
         read_at = max(hits) if hits else -1
         read = cum[read_at + 1]
+        if not each and not dry_run and read_at >= 0:
+            entry = self.entries[(key, blocks[read_at].chain)]
+            entry.expires = now + TTL_SECONDS[entry.ttl]
 
         covered = read
         w5 = w1 = 0
@@ -177,9 +209,10 @@ class PromptCache:
                 if entry is None or entry.expires <= now:
                     written.append(i)
             elif entry is not None and entry.expires > now:
-                if TTL_SECONDS[ttl] > TTL_SECONDS[entry.ttl]:
-                    entry.ttl = ttl
-                entry.expires = max(entry.expires, now + TTL_SECONDS[ttl])
+                if each or i == read_at:
+                    if TTL_SECONDS[ttl] > TTL_SECONDS[entry.ttl]:
+                        entry.ttl = ttl
+                    entry.expires = max(entry.expires, now + TTL_SECONDS[ttl])
             else:
                 self.entries[ek] = Entry(ttl, now + TTL_SECONDS[ttl], end)
                 written.append(i)

@@ -26,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-cacheable", type=int, default=None,
                    help="Minimum cacheable prefix in tokens for every model (default: the per-model table).")
     p.add_argument("--no-auth", action="store_true", help="Accept requests without an API key.")
+    p.add_argument("--lookback", type=int, default=20, metavar="BLOCKS",
+                   help="Blocks a breakpoint looks back for an earlier entry (undocumented: about 20; default 20).")
+    p.add_argument("--refresh", choices=("each", "read"), default="each",
+                   help="Which entries a hit refreshes (undocumented): each breakpoint's own (default) "
+                        "or only the one read.")
     p.set_defaults(func=_run)
 
 
@@ -47,7 +52,7 @@ def _run(args: argparse.Namespace) -> int:
             prepare_workdir(workdir)
         kwargs["workdir"] = workdir
     emulator = Emulator(named_script(args.script, **kwargs), min_cacheable=args.min_cacheable,
-                        require_auth=not args.no_auth)
+                        require_auth=not args.no_auth, lookback=args.lookback, refresh=args.refresh)
 
     def ready(url: str) -> None:
         print(f"scalpel emulator listening on {url}  (script: {args.script}; Ctrl-C stops)", flush=True)

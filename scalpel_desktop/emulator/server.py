@@ -52,15 +52,18 @@ class Emulator:
     ``min_cacheable``: an int for every model, or None for the per-model table
     (``cache_model.min_cacheable_for``). ``chunk_delay``: seconds between
     stream events for every request (a fault can slow single requests).
+    ``lookback`` and ``refresh``: which reading of the undocumented cache
+    behaviours to bill under (``accounting/cache_model.py``).
     ``compress``: gzip JSON answers when the client accepts it (streams never).
     """
 
     def __init__(self, script: ScriptLike | None = None, *, min_cacheable: int | None = None,
                  lookback: int = 20, require_auth: bool = True, chunk_delay: float = 0.0,
-                 compress: bool = False):
+                 compress: bool = False, refresh: str = "each"):
         self.script: ScriptLike = script if script is not None else Script()
         self.min_cacheable = min_cacheable
-        self.cache = PromptCache(min_cacheable or 1024, lookback)
+        # lookback and refresh: readings of the two behaviours the API leaves undocumented
+        self.cache = PromptCache(min_cacheable or 1024, lookback, refresh)
         self.require_auth = require_auth
         self.chunk_delay = chunk_delay
         self.compress = compress

@@ -104,7 +104,7 @@ class EmulatorHandle:
 def running_emulator(script: ScriptLike | str | None = None, *, port: int = 0, **opts: Any) -> Iterator[EmulatorHandle]:
     """Run an emulator on a free 127.0.0.1 port in a background thread.
 
-    ``opts`` go to ``Emulator`` (``min_cacheable``, ``lookback``, ``require_auth``,
+    ``opts`` go to ``Emulator`` (``min_cacheable``, ``lookback``, ``refresh``, ``require_auth``,
     ``chunk_delay``, ``compress``)."""
     emulator = Emulator(None, **opts)
     thread = EmulatorThread(emulator, port=port).start()

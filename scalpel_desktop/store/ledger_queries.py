@@ -314,3 +314,37 @@ def cut_sessions(conn: sqlite3.Connection, prefix: str, limit: int = 3) -> list[
 def cut_exists(conn: sqlite3.Connection, tool_use_id: str) -> bool:
     """Whether the surgery log holds a cut of ``tool_use_id``."""
     return conn.execute("SELECT 1 FROM cuts WHERE tool_use_id = ?", (tool_use_id,)).fetchone() is not None
+
+
+# -- the user's own history (the warm policies' remaining turns) -----------------------
+
+HISTORY_CONVERSATIONS = 2000  # the most recent conversations read: bounds memory, not fitted
+HISTORY_GAPS = 20000
+
+
+def conversation_history(conn: sqlite3.Connection, until: float | None = None,
+                         conversations: int = HISTORY_CONVERSATIONS,
+                         gaps: int = HISTORY_GAPS) -> tuple[list[int], list[float]]:
+    """(requests per conversation, idle gaps in seconds) of the ledger's most recent conversations.
+
+    A conversation is a (session, agent) pair, as the economist keys it; its
+    requests are those of the conversation endpoints with ``ts <= until``. A gap
+    runs from a response's end (``ts`` + ``total_ms``) to the conversation's next
+    request; requests without a timing count from their arrival."""
+    if not has_requests(conn):
+        return [], []
+    where = f"{_CONVERSATION} AND session IS NOT NULL AND session != ''"
+    args: list = []
+    if until is not None:
+        where += " AND ts <= ?"
+        args.append(until)
+    lengths = [int(r[0]) for r in conn.execute(
+        f"""SELECT COUNT(*) FROM requests WHERE {where}
+            GROUP BY session, COALESCE(agent, '') ORDER BY MAX(ts) DESC LIMIT ?""", [*args, conversations])]
+    rows = conn.execute(
+        f"""SELECT gap FROM (
+                SELECT ts - LAG(ts + COALESCE(total_ms, 0) / 1000.0) OVER (
+                           PARTITION BY session, COALESCE(agent, '') ORDER BY ts, id) AS gap, ts
+                FROM requests WHERE {where})
+            WHERE gap IS NOT NULL ORDER BY ts DESC LIMIT ?""", [*args, gaps])
+    return lengths, [max(0.0, float(r[0])) for r in rows]

@@ -30,11 +30,15 @@ it - seen for the first time is warm until known: its break is the last
 message, so nothing is cut on a guess.
 
 Policies (``surgery/policies.py``): ``off``; ``cold`` (default) cuts only at or
-after the break, and only a batch worth ``batch_min_tokens``; ``payback`` also
-cuts before the break when the saving at the cache-read price over a
-conservative estimate of the remaining turns repays the rewrite by
-``payback_factor``. The break is computed once per request by the caller and
-handed to ``decide`` and ``record_sent``.
+after the break, and only a batch worth ``batch_min_tokens``; ``death`` and
+``payback`` also cut before the break when the saving at the cache-read price
+over a conservative estimate of the remaining turns (``surgery/remaining.py``,
+from the user's own ``history``) repays the rewrite by ``payback_factor``, the
+read boundary pinned by the free cache marker on an entry known to be live
+(``surgery/payback.py``). For that the economist remembers where each request
+it sent wrote its entry (``EntryMark``), confirmed when its response came
+back. The break is computed once per request by the caller and handed to
+``decide`` and ``record_sent``.
 
 Pure: no I/O, no clock. Prices come from ``accounting/prices.py`` (the caller
 passes a table with ``rates(model)``); nothing here hard-codes a multiplier.
@@ -54,12 +58,15 @@ from scalpel_desktop.surgery.plan import (
     Break,
     Candidate,
     ConversationState,
+    EntryMark,
     ModelState,
     Plan,
     RequestShape,
     common_prefix,
+    prefix_digest,
 )
 from scalpel_desktop.surgery.policies import policy_named
+from scalpel_desktop.surgery.remaining import History
 
 
 class _Settings:
@@ -75,26 +82,38 @@ class _Settings:
 class Economist:
     """Per-conversation cache state and the cut decision. One per proxy."""
 
-    def __init__(self, config: Any = None, prices: Any = None):
+    def __init__(self, config: Any = None, prices: Any = None, history: History | None = None):
         self.settings = _Settings(config if config is not None else {})
         self.prices = prices
+        self.history = history  # the user's past conversations (the ledger), for the warm policies
         self.conversations: dict[Hashable, ConversationState] = {}
         self._serial = 0
 
     # ---------------------------------------------------------------- state
     def record_sent(self, shape: RequestShape, sent_hashes: Sequence[Hashable] | None = None,
-                    brk: Break | None = None) -> int:
-        """Remember what was sent for ``shape`` (``sent_hashes``: after our cuts). Returns a serial."""
+                    brk: Break | None = None, pin_unit: int | None = None) -> int:
+        """Remember what was sent for ``shape`` (``sent_hashes``: after our cuts; ``pin_unit``: the
+        unit whose last block carried our pin marker). Returns a serial."""
         self._serial += 1
         conv = self.conversations.setdefault(shape.key, ConversationState())
         if conv.turns and (brk or self.natural_break(shape)).reason in COLD_REASONS:
             conv.natural_breaks += 1
+        if not conv.turns:
+            conv.first_tokens = shape.total_tokens
         conv.turns += 1
+        conv.last_tokens = shape.total_tokens
+        hashes = tuple(sent_hashes if sent_hashes is not None else shape.unit_hashes)
         ents = conv.entries.setdefault(shape.model, [])
-        ents.append((len(sent_hashes if sent_hashes is not None else shape.unit_hashes), shape.at))
+        if pin_unit is not None and 0 <= pin_unit < len(hashes):
+            u = pin_unit + 1
+            old = next((m for m in reversed(ents) if m.units == u), None)
+            ents.append(EntryMark(u, shape.at, old.ttl_s if old else shape.ttl_s, prefix_digest(shape, hashes, u),
+                                  self._serial, old.tokens if old else 0))
+        ents.append(EntryMark(len(hashes), shape.at, shape.ttl_s, prefix_digest(shape, hashes, len(hashes)),
+                              self._serial, shape.total_tokens))
         del ents[:-MAX_ENTRIES_PER_MODEL]
         new = ModelState(
-            unit_hashes=tuple(sent_hashes if sent_hashes is not None else shape.unit_hashes),
+            unit_hashes=hashes,
             tools_hash=shape.tools_hash,
             system_hash=shape.system_hash,
             settings_hash=shape.settings_hash,
@@ -117,9 +136,14 @@ class Economist:
         return self._serial
 
     def record_finished(self, key: Hashable, model: str, serial: int, finished_at: float,
-                        cache_read: int | None = None) -> None:
-        """The response of request ``serial`` ended at ``finished_at``: the cache TTL runs from here."""
+                        cache_read: int | None = None, ok: bool = True) -> None:
+        """The response of request ``serial`` ended at ``finished_at``: the cache TTL runs from here.
+        ``ok``: it came back with usage counts (its cache entries were written)."""
         conv = self.conversations.get(key)
+        if conv is not None and ok:
+            for mark in conv.entries.get(model, ()):
+                if mark.serial == serial:
+                    mark.confirmed = True
         for ms in (conv.models.get(model, []) if conv else []):
             if ms.request_serial == serial:
                 ms.ended_at = finished_at if ms.ended_at is None else max(ms.ended_at, finished_at)
@@ -203,8 +227,11 @@ class Economist:
         free_saving = sum(c.saving for c in free)
         plan.figures["free_tokens"] = free_saving
         if pol.warm:
-            warm = pol.warm_plan(shape, brk, candidates, free, batch_min, self.conversations.get(shape.key),
-                                 self.settings, self._rates)
+            conv = self.conversations.get(shape.key)
+            warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
+                                 self.history)
+            if conv is not None:
+                conv.dead_seen = frozenset(c.id for c in candidates)
             if warm is not None:
                 return self._guard(shape, warm, brk)
         if free and free_saving >= batch_min:

@@ -1,73 +1,84 @@
-"""The payback policy's arithmetic: is a cut on a WARM cache worth its rewrite?
+"""The warm policies' arithmetic: is a cut on a WARM cache worth its rewrite?
 
-Cutting message ``p`` before the natural break re-bills, at the write rate,
+Cutting unit ``p`` before the natural break re-bills, at the write rate,
 every token from where the cache read then stops to the break; the saving is
-the cut tokens at the read rate on each remaining turn. The policy cuts when
-the saving repays the rewrite ``payback_factor`` times (see docs/economist.md
-for what the bench measured).
+the cut tokens at the read rate on each later request until the horizon
+(``surgery/remaining.py``: the session's end, the next TTL break, the next
+compaction). The cut is made when the saving repays the rewrite
+``payback_factor`` times.
+
+No cliffs: where the read stops must be CERTAIN, not estimated from a block
+count (the lookback is undocumented: about 20 blocks). So the read boundary is
+
+* **pinned**: the free 4th cache marker (Claude Code uses 3 of 4) goes on the
+  last block of the newest earlier entry at or before the cut that is surely
+  live - written or hit by a request we sent, its response confirmed, within
+  its TTL counted from when it was SENT (so it holds whether or not a hit at
+  another breakpoint refreshed it) minus ``ttl_margin_s``, and whose prefix is
+  this request's. A marker looks up its own block first, so the read stops
+  there under any lookback; the marker is not part of the cached content, so
+  it changes no cache key;
+* or, where no marker can be placed (4 already, or a block that cannot carry
+  one), priced at its **worst case**: nothing is surely read, the whole prompt
+  up to the break is re-written (no such cut ever repays: it is refused).
+
+``cut at death`` (the ``death`` policy) considers only results that died in
+this very request: the tail since the newest live entry is small then, and
+the remaining turns are all still ahead.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from scalpel_desktop.surgery.plan import Break, Candidate, ConversationState, Plan, RequestShape
-from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S, LOOKBACK_BLOCKS
+from scalpel_desktop.surgery.plan import (
+    MIN_CACHEABLE_GUARD,
+    Break,
+    Candidate,
+    ConversationState,
+    EntryMark,
+    Plan,
+    RequestShape,
+    prefix_digest,
+)
+from scalpel_desktop.surgery.remaining import History, Horizon, horizon
+from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S
 
 
-def remaining_turns(conv: ConversationState | None, settings: Any) -> int:
-    """A conservative estimate of the turns a warm cut will keep saving.
-
-    SPEC 5's estimate - the turns so far, clamped to payback_turns_min..max -
-    made more conservative twice, both measured on the bench (docs/economist.md):
-
-    * no more than the conversation's average run between natural breaks: at
-      the next break the cut would have been free anyway, so a warm cut only
-      earns until then;
-    * halved: if session lengths follow the Lindy rule (a session that lasted
-      T turns lasts another t with probability T / (T + t)), half the turns
-      so far is reached two times in three. Without it one real session
-      ended two turns after a warm cut and came out 6% dearer.
-    """
-    lo, hi = int(settings["payback_turns_min"]), int(settings["payback_turns_max"])
-    turns = conv.turns if conv else 0
-    estimate = max(lo, min(hi, turns))
-    if conv and conv.natural_breaks:
-        estimate = min(estimate, max(1, turns // (conv.natural_breaks + 1)))
-    return max(1, estimate // 2)
-
-
-def entry_before(conv: ConversationState | None, shape: RequestShape, p: int, margin: float) -> int:
-    """Where the cache read stops when unit ``p`` changes: the end of the latest
-    live entry at or before ``p`` that the last breakpoint's lookback reaches;
-    0 (the start of the messages: the system entries still hit) when none does."""
-    ents = conv.entries.get(shape.model, []) if conv else []
-    n = len(shape.unit_hashes)
-    blocks = shape.unit_blocks
-    best = 0
-    for units, at in ents:
-        if units > p or units <= best or at + shape.ttl_s + margin < shape.at:
+def pin_for(conv: ConversationState | None, shape: RequestShape, p: int, margin: float) -> EntryMark | None:
+    """The newest surely-live entry this request shares that ends at or before unit ``p``
+    and whose last block may take a marker (None: no pin possible)."""
+    if conv is None or shape.unit_pinnable is None or shape.free_markers < 1:
+        return None
+    pinnable = shape.unit_pinnable
+    best: EntryMark | None = None
+    digests: dict[int, int] = {}
+    for mark in conv.entries.get(shape.model, ()):
+        u = mark.units
+        if u < 1 or u > p or (best is not None and u <= best.units):
             continue
-        if blocks is not None:
-            distance = sum(blocks[units:n])  # blocks from that entry to the last one
-        else:
-            distance = 3 * (n - units)
-        if distance <= LOOKBACK_BLOCKS:
-            best = units
+        if not mark.surely_live(shape.at, margin) or u > len(pinnable) or not pinnable[u - 1]:
+            continue
+        if mark.tokens and mark.tokens < MIN_CACHEABLE_GUARD:
+            continue  # maybe too short to have been cached at all
+        d = digests.get(u)
+        if d is None:
+            d = digests[u] = prefix_digest(shape, shape.unit_hashes, u)
+        if d == mark.digest:
+            best = mark
     return best
 
 
 def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                  batch_min: int, conv: ConversationState | None, settings: Any,
-                 rates_of: Callable[[str], Any]) -> Plan | None:
+                 rates_of: Callable[[str], Any], history: History | None = None,
+                 only_new: bool = False) -> Plan | None:
     """The best warm cut that repays its rewrite ``payback_factor`` times, or None.
 
-    Cutting at unit ``p`` before the break re-bills, at the write rate, every
-    token from where the cache read then stops (``entry_before``) to the
-    break; the saving is the cut tokens at the read rate on each remaining
-    turn (``remaining_turns``).
-    """
+    ``only_new``: consider only results that were not dead at the previous decision (cut at death)."""
     warm = [c for c in candidates if c.unit_index < brk.index]
+    if only_new and conv is not None:
+        warm = [c for c in warm if c.id not in conv.dead_seen]
     if not warm or shape.unit_tokens is None:
         return None
     rates = rates_of(shape.model)
@@ -75,12 +86,19 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
     write = float(rates.write_1h if shape.ttl_s >= LONGEST_TTL_S else rates.write_5m)
     factor = float(settings["payback_factor"])
     margin = float(settings["ttl_margin_s"])
-    remaining = remaining_turns(conv, settings)
-    free_saving = sum(c.saving for c in free)
     unit_tokens = shape.unit_tokens
+    hz: Horizon = horizon(history, model=shape.model, so_far=conv.turns if conv else 0,
+                          conv_breaks=conv.natural_breaks if conv else 0, ttl_s=shape.ttl_s, margin=margin,
+                          tokens_now=shape.total_tokens, first_tokens=conv.first_tokens if conv else 0,
+                          factor=factor, cap=int(settings["payback_turns_max"]))
+    remaining = hz.turns
+    if remaining < 1:
+        return None
+    free_saving = sum(c.saving for c in free)
     prefix = [0]
     for t in unit_tokens:
         prefix.append(prefix[-1] + int(t))
+    before_units = max(0, shape.total_tokens - prefix[-1])  # tools and system
     end = min(brk.index, len(unit_tokens))
     best: tuple[float, Plan] | None = None
     for p in sorted({c.unit_index for c in warm}, reverse=True):
@@ -88,8 +106,13 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
         saving = sum(c.saving for c in chosen)
         if saving + free_saving < batch_min:
             continue
-        start = entry_before(conv, shape, p, margin)
-        region = prefix[end] - prefix[min(start, end)]
+        pin = pin_for(conv, shape, p, margin)
+        if pin is not None:
+            start, boundary = pin.units, "pinned"
+            region = prefix[end] - prefix[min(start, end)]
+        else:
+            start, boundary = 0, "worst-case"
+            region = before_units + prefix[end]  # nothing surely read: everything up to the break
         # Cost now: the region is written (smaller by the cut) instead of read.
         extra = max(0, region - saving) * write - region * read
         # Saved later: the cut tokens are not read on each remaining turn.
@@ -101,14 +124,20 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
             ids = [c.id for c in chosen] + [c.id for c in free]
             plan = Plan(cut_ids=ids, action="cut", natural_break=brk,
                         tokens_cut=saving + free_saving, rewrite_tokens=region)
-            plan.reason = (f"payback: {saving} warm tokens repay a {region}-token rewrite "
-                           f"{later / extra if extra > 0 else float('inf'):.1f}x over {remaining} turns")
+            if pin is not None and pin.units < len(shape.unit_hashes):
+                plan.pin_unit = pin.units - 1
+                plan.pin_ttl = "1h" if shape.ttl_s >= LONGEST_TTL_S else "5m"
+            label = "at death" if only_new else "payback"
+            plan.reason = (f"{label}: {saving} warm tokens repay a {region}-token rewrite "
+                           f"{later / extra if extra > 0 else float('inf'):.1f}x over {remaining} turns "
+                           f"({boundary} at unit {start}; bound: {hz.bound})")
             plan.figures = {"break": brk.index, "break_reason": brk.reason, "units": len(shape.unit_hashes),
                             "candidates": len(candidates), "tokens_cut": plan.tokens_cut,
                             "warm_tokens": saving, "free_tokens": free_saving,
                             "rewrite_tokens": region, "cut_from": p, "read_stops_at": start,
-                            "turns_est": remaining, "extra_usd": round(extra, 8),
-                            "payback_usd": round(later, 8),
-                            "payback_x": round(later / extra, 3) if extra > 0 else None}
+                            "boundary": boundary, "pin_unit": plan.pin_unit,
+                            "extra_usd": round(extra, 8), "payback_usd": round(later, 8),
+                            "payback_x": round(later / extra, 3) if extra > 0 else None,
+                            "payback_factor": factor, **hz.figures()}
             best = (net, plan)
     return best[1] if best else None

@@ -38,7 +38,11 @@ class RequestShape:
     ttl_s: float = LONGEST_TTL_S  # the TTL this request asks for
     tool_changes_ok: bool = False  # mid-conversation-tool-changes beta present
     unit_tokens: Sequence[int] | None = None  # estimated tokens per unit (payback)
-    unit_blocks: Sequence[int] | None = None  # content blocks per unit (payback: the lookback)
+    unit_blocks: Sequence[int] | None = None  # content blocks per unit (no longer used for a decision)
+    # Warm policies: may the last block of unit i take the free cache marker (a pin)?
+    # And how many markers the request may still carry (4 minus those it has).
+    unit_pinnable: Sequence[bool] | None = None
+    free_markers: int = 0
     prefix_tokens: int = 0  # estimated tokens of tools + system
     total_tokens: int = 0  # estimated tokens of the whole prompt
     # A rewrite the caller observed by other means (the bench, from a transcript's
@@ -81,6 +85,32 @@ class Plan:
     tokens_cut: int = 0  # estimated tokens removed by the new cuts
     rewrite_tokens: int = 0  # tokens before the break re-billed as a write (payback)
     figures: dict[str, Any] = field(default_factory=dict)
+    # A warm cut's pinned read boundary: the free cache marker goes on the last block of
+    # unit ``pin_unit`` (whose entry is surely live), with this TTL. None: no pin.
+    pin_unit: int | None = None
+    pin_ttl: str = "5m"
+
+
+@dataclass
+class EntryMark:
+    """Where a request we sent wrote (or hit) a cache entry: the end of its ``units`` first units.
+
+    ``digest`` identifies the prefix up to there (system, tools, settings and the
+    units' hashes as sent), so a later request can tell it shares that entry;
+    ``at`` is when it was sent (the entry lives at least ``ttl_s`` from then, under
+    any reading of what refreshes it); ``confirmed`` once its response came back
+    with usage counts (a refused request wrote nothing)."""
+
+    units: int
+    at: float
+    ttl_s: float
+    digest: int
+    serial: int
+    tokens: int = 0  # estimated tokens of the prefix up to there (0: unknown)
+    confirmed: bool = False
+
+    def surely_live(self, at: float, margin: float) -> bool:
+        return self.confirmed and at + margin < self.at + self.ttl_s
 
 
 @dataclass
@@ -114,9 +144,17 @@ class ConversationState:
     models: dict[str, list[ModelState]] = field(default_factory=dict)
     turns: int = 0
     natural_breaks: int = 0  # requests that found the cache cold or rewritten
-    # Per model: (unit count, time) of recent requests - where their cache
-    # entries end (Claude Code marks the last block of each request).
-    entries: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    # Per model: where recent requests wrote or hit cache entries (Claude Code marks
+    # the last block of each request; a pin marks an earlier one).
+    entries: dict[str, list[EntryMark]] = field(default_factory=dict)
+    first_tokens: int = 0  # estimated prompt of the first request (context growth per turn)
+    last_tokens: int = 0
+    dead_seen: frozenset = frozenset()  # candidates already dead at the previous decision (cut at death)
+
+
+def prefix_digest(shape: "RequestShape", hashes: Sequence[Hashable], units: int) -> int:
+    """One number for the prefix of ``shape`` up to unit ``units`` (``hashes``: the units as sent)."""
+    return hash((shape.system_hash, shape.tools_hash, shape.settings_hash, tuple(hashes[:units])))
 
 
 def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:

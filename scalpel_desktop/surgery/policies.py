@@ -3,9 +3,13 @@
 * ``off``: never cuts (logged cuts are still replayed: a cut once sent stays);
 * ``cold`` (default): cuts only at or after the natural break, where the
   cache is cold anyway, and only a batch worth ``batch_min_tokens``;
-* ``payback``: also cuts before the break when the saving repays the rewrite
-  ``payback_factor`` times (``surgery/payback.py``); it needs each message's
-  size, and always looks for dead results (a warm cut may be worth it).
+* ``death``: ``cold``, plus a result that died in this very request is cut on a
+  warm cache when its saving over the remaining turns repays the (pinned) tail
+  it forces ``payback_factor`` times (``surgery/payback.py``, ``only_new``);
+* ``payback``: ``cold``, plus any dead result before the break on the same rule.
+
+The warm ones need each message's size, and always look for dead results (a
+warm cut may be worth it).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from scalpel_desktop.surgery.payback import payback_plan
 from scalpel_desktop.surgery.plan import Break, Candidate, ConversationState, Plan, RequestShape
+from scalpel_desktop.surgery.remaining import History
 
 
 class Policy:
@@ -28,7 +33,7 @@ class Policy:
 
     def warm_plan(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                   batch_min: int, conv: ConversationState | None, settings: Any,
-                  rates_of: Callable[[str], Any]) -> Plan | None:
+                  rates_of: Callable[[str], Any], history: History | None = None) -> Plan | None:
         """A cut before the break worth its rewrite, or None (the cold rule decides)."""
         return None
 
@@ -45,14 +50,21 @@ class Cold(Policy):
 class Payback(Policy):
     name = "payback"
     warm = True
+    only_new = False
 
     def warm_plan(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                   batch_min: int, conv: ConversationState | None, settings: Any,
-                  rates_of: Callable[[str], Any]) -> Plan | None:
-        return payback_plan(shape, brk, candidates, free, batch_min, conv, settings, rates_of)
+                  rates_of: Callable[[str], Any], history: History | None = None) -> Plan | None:
+        return payback_plan(shape, brk, candidates, free, batch_min, conv, settings, rates_of, history,
+                            only_new=self.only_new)
 
 
-POLICIES: dict[str, Policy] = {p.name: p for p in (Cold(), Payback(), Off())}
+class Death(Payback):
+    name = "death"
+    only_new = True
+
+
+POLICIES: dict[str, Policy] = {p.name: p for p in (Cold(), Death(), Payback(), Off())}
 
 
 def policy_named(name: str) -> Policy:

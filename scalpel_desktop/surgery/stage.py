@@ -67,11 +67,13 @@ from scalpel_desktop.surgery.first_sighting import results_in
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
 from scalpel_desktop.surgery.memo import Memo, Snapshot
 from scalpel_desktop.surgery.offsets import stub_positions
+from scalpel_desktop.surgery.pin import pinnable, pinned
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import realized
+from scalpel_desktop.surgery.remaining import own_history
 from scalpel_desktop.surgery.surgeon import Surgeon
-from scalpel_desktop.surgery.validate import rewrite_problem
+from scalpel_desktop.surgery.validate import pin_problems, rewrite_problem
 from scalpel_desktop.wire.cache_rules import message_ttl_s
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.hashing import region_hash
@@ -183,6 +185,7 @@ class SurgeryStage:
                 self.surgeon.discard()
                 return self._forward_original(ex, shape, brk, f"cut failed: {type(e).__name__}: {e}", view, layout)
         body = base
+        pin = plan.pin_unit if cuts else None  # a warm cut's read boundary, made certain (surgery/pin.py)
         if view.replaced:
             if not round_trips_by_layout(base, view.original_doc, layout, round_trips):
                 self.surgeon.discard(cuts)
@@ -191,6 +194,12 @@ class SurgeryStage:
                                               view, layout)
             body = view.serialize()
             problem = rewrite_problem(view, validated=prev_view)
+            if not problem and pin is not None:
+                pinned_doc = pinned(view.doc, pin, plan.pin_ttl)
+                problem = "the pin marker cannot be placed" if pinned_doc is None else \
+                    "; ".join(pin_problems(view.doc, pinned_doc, pin))
+                if not problem:
+                    body = dumps(pinned_doc)
             if problem:
                 self.surgeon.discard(cuts)
                 return self._forward_original(ex, shape, brk, f"rewrite refused: {problem}", view, layout)
@@ -206,13 +215,13 @@ class SurgeryStage:
             if body is not base:
                 ex.new_body = body
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
-        serial = self.economist.record_sent(shape, sent_hashes, brk)
+        serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pin)
         sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
         positions = stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
         sent.bytes_removed = len(base) - len(body)
         ex.surgery = sent
-        if layout is not None:
+        if layout is not None and pin is None:  # a pinned body is not the next request's prefix: no reuse
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs))
 
@@ -342,7 +351,7 @@ class SurgeryStage:
             return
         usage = res.usage
         self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at,
-                                       usage.cache_read if usage else None)
+                                       usage.cache_read if usage else None, ok=usage is not None and res.status < 400)
         if usage is None or res.status >= 400 or not sent.stubs:
             return
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
@@ -352,14 +361,17 @@ class SurgeryStage:
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
                pol: Policy) -> RequestShape:
-        unit_tokens = unit_blocks = None
-        if pol.warm:  # a warm cut is weighed message by message
+        unit_tokens = unit_blocks = unit_pinnable = None
+        free_markers = 0
+        endpoint = ex.request.endpoint
+        if pol.warm:  # a warm cut is weighed message by message, its read boundary pinned
             msgs = doc.get("messages") or doc.get("input") or []
             sizes = layout.sizes if layout is not None else [len(dumps(m)) for m in msgs]
             unit_tokens = [int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes]
             unit_blocks = [len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), list) else 1
                            for m in msgs]
-        endpoint = ex.request.endpoint
+            if endpoint == "messages":
+                unit_pinnable, free_markers = pinnable(doc)
         system, tools, settings = regions(endpoint, doc)
         return RequestShape(
             key=ckey,
@@ -373,6 +385,8 @@ class SurgeryStage:
             tool_changes_ok=tool_changes_beta(ex.request.headers),
             unit_tokens=unit_tokens,
             unit_blocks=unit_blocks,
+            unit_pinnable=unit_pinnable,
+            free_markers=free_markers,
             total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
             rewrite_at=ex.client_rewrite_at,
         )
@@ -389,7 +403,9 @@ def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
         db_conn = connect()
     if prices is None:
         prices = PriceTable.load()
-    stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn), Economist(config, prices), prices)
+    stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn),
+                         Economist(config, prices, own_history(db_conn)), prices)
     # A request waits for a spill or the cut log ``write_wait_ms`` at most (store/offpath.py).
     stage.surgeon.wait_s = lambda: int(setting(config, "write_wait_ms")) / 1000.0
     return stage
+

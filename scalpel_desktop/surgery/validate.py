@@ -20,6 +20,11 @@ rewrite copy-on-write), so validating a 2.9 MB body costs little.
 ``rewrite_problem(view)`` is what the surgery stage asks before sending: this
 check, then the APIs' own request rules (``wire/api_rules.py``) on the
 rewritten body.
+
+The one other change ever allowed is a warm cut's pin (``surgery/pin.py``):
+``pin_problems(doc, pinned_doc, unit)`` accepts exactly one added
+``cache_control`` key on the last block of message ``unit``, and nothing else,
+with at most 4 markers in all and every 1h marker before every 5m one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.surgery.pin import marker_ttls
 from scalpel_desktop.wire import api_rules
 from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -162,6 +168,44 @@ def validate_rewrite(original_doc: Any, new_doc: Any,
     # Every part outside the stubbed contents was compared above, and each stub
     # keeps the markers its content had: breakpoints stay in the same places
     # and their number (<= 4 or not, as the client sent it) is unchanged.
+    return problems
+
+
+def pin_problems(doc: Any, pinned_doc: Any, unit: int) -> list[str]:
+    """Problems with ``pinned_doc`` as ``doc`` plus one cache marker on message ``unit``'s last block."""
+    if not (isinstance(doc, dict) and isinstance(pinned_doc, dict)) or list(doc) != list(pinned_doc):
+        return ["pin: top-level keys changed"]
+    problems = [f"pin: {k} changed" for k in doc if k != "messages" and not _same(doc[k], pinned_doc[k])]
+    old, new = doc.get("messages"), pinned_doc.get("messages")
+    if not (isinstance(old, list) and isinstance(new, list)) or len(old) != len(new):
+        return problems + ["pin: message count changed"]
+    for i, (o, n) in enumerate(zip(old, new)):
+        if i != unit:
+            if not (o is n or _same(o, n)):
+                problems.append(f"pin: messages[{i}] changed")
+            continue
+        if not (isinstance(o, dict) and isinstance(n, dict)) or list(o) != list(n):
+            problems.append(f"pin: messages[{i}] keys changed")
+            continue
+        problems += [f"pin: messages[{i}].{k} changed" for k in o if k != "content" and not _same(o[k], n[k])]
+        oc, nc = o.get("content"), n.get("content")
+        if not (isinstance(oc, list) and isinstance(nc, list)) or len(oc) != len(nc) or not oc:
+            problems.append(f"pin: messages[{i}].content changed")
+            continue
+        problems += [f"pin: messages[{i}].content[{j}] changed" for j in range(len(oc) - 1)
+                     if not _same(oc[j], nc[j])]
+        ob, nb = oc[-1], nc[-1]
+        if not (isinstance(ob, dict) and isinstance(nb, dict)) or "cache_control" in ob \
+                or list(nb) != list(ob) + ["cache_control"] or any(not _same(ob[k], nb[k]) for k in ob):
+            problems.append(f"pin: messages[{i}] last block changed beyond one added marker")
+        elif not (isinstance(nb["cache_control"], dict) and nb["cache_control"].get("type") == "ephemeral"
+                  and set(nb["cache_control"]) <= {"type", "ttl"}
+                  and nb["cache_control"].get("ttl", "5m") in ("5m", "1h")):
+            problems.append(f"pin: messages[{i}] marker is not an ephemeral 5m/1h cache_control")
+    try:
+        api_rules.check_breakpoints([t for _, t in marker_ttls(pinned_doc)])
+    except api_rules.CacheControlError as e:
+        problems.append(f"pin: {e}")
     return problems
 
 

@@ -212,3 +212,57 @@ def test_dry_run_prices_without_touching_the_cache():
     assert bill(cache, case2(), 60) == U(read=3500, w5=300)  # the real bill is unchanged by the dry run
     with pytest.raises(ValueError, match="out of range"):
         cache.bill("k", blocks, 61, breakpoints={len(blocks): "5m"})
+
+
+# ---------------------------------------------------------------- the undocumented readings
+
+@pytest.mark.parametrize("lookback", [12, 20, 28])
+@pytest.mark.parametrize("extra", [0, 1])
+def test_lookback_is_switchable(lookback, extra):
+    pb = PrefixBuilder()
+    for k in range(50):
+        pb.add_message("user", [text(100, chr(ord("a") + k % 26))])
+    blocks = pb.blocks
+    cache = PromptCache.variant(f"lookback={lookback}")
+    assert cache.lookback == lookback
+    first = 10
+    cache.bill("m", blocks[: first + 1], 0, breakpoints={first: "5m"})
+    end = first + lookback + extra
+    usage = cache.bill("m", blocks[: end + 1], 1, breakpoints={end: "5m"})
+    assert usage.cache_read == (1100 if extra == 0 else 0)
+
+
+def _two_breakpoint_session(refresh: str) -> tuple[PromptCache, list]:
+    """System entry at block 9, message entry at block 19: then only the message entry
+    is read, at t=200. Does that hit refresh the system entry too?"""
+    pb = PrefixBuilder()
+    for k in range(30):
+        pb.add_message("user", [text(200, chr(ord("a") + k % 26))])
+    blocks = pb.blocks
+    cache = PromptCache(min_cacheable=1024, refresh=refresh)
+    cache.bill("m", blocks[:20], 0, breakpoints={9: "5m", 19: "5m"})
+    got = cache.bill("m", blocks[:20], 200, breakpoints={9: "5m", 19: "5m"})
+    assert got.cache_read == 4000
+    return cache, blocks
+
+
+@pytest.mark.parametrize("refresh,system_alive_at_400", [("each", True), ("read", False)])
+def test_refresh_reading_decides_whether_other_breakpoints_live_on(refresh, system_alive_at_400):
+    cache, blocks = _two_breakpoint_session(refresh)
+    # at t=400 a request sharing only the first 10 blocks: the system entry (written at 0)
+    # lives on only when the hit at t=200 refreshed it
+    other = blocks[:10] + PrefixBuilder().blocks  # the same prefix, nothing more
+    got = cache.bill("m", other, 400, breakpoints={9: "5m"})
+    assert (got.cache_read == 2000) is system_alive_at_400
+
+
+def test_refresh_read_still_refreshes_the_entry_read():
+    cache, blocks = _two_breakpoint_session("read")
+    assert cache.bill("m", blocks[:20], 450, breakpoints={19: "5m"}).cache_read == 4000  # refreshed at 200
+
+
+def test_unknown_variant_is_refused():
+    with pytest.raises(ValueError, match="lookback=N"):
+        PromptCache.variant("lookahead=3")
+    with pytest.raises(ValueError, match="refresh"):
+        PromptCache(refresh="never")

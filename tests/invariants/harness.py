@@ -3,7 +3,9 @@
 Billing uses ``accounting/cache_model.py`` in-process: the very model the
 emulated upstream serves with, so a figure here is what the emulator would
 bill. Each arm has its own cache; the cache key is the model (Anthropic's
-cache is per model).
+cache is per model). ``variant`` picks a reading of the two undocumented
+behaviours (``PromptCache.variant``: the lookback, what a hit refreshes);
+``VARIANTS`` is every combination the property tests run under.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalpel_desktop.accounting.cache_model import PromptCache, min_cacheable_for, request_blocks
+from scalpel_desktop.accounting.cache_model import (
+    LOOKBACK_VARIANTS,
+    REFRESH_READINGS,
+    PromptCache,
+    min_cacheable_for,
+    request_blocks,
+)
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
@@ -28,6 +36,8 @@ from scalpel_desktop.wire.jsoncodec import dumps, loads
 from tests.invariants.agent_sessions import Request, Session
 
 PRICES = PriceTable.builtin()
+VARIANTS = tuple(f"lookback={lb},refresh={r}" for lb in LOOKBACK_VARIANTS for r in REFRESH_READINGS)
+SHIPPED_POLICIES = ("cold", "death", "payback")
 
 
 @dataclass
@@ -79,14 +89,15 @@ class Run:
     sent: list[dict]
 
 
-def run_session(session: Session, config: dict, root: Path | None = None, restart_at: int | None = None) -> Run:
+def run_session(session: Session, config: dict, root: Path | None = None, restart_at: int | None = None,
+                variant: str = "") -> Run:
     tmp = None
     if root is None:
         tmp = tempfile.TemporaryDirectory()
         root = Path(tmp.name)
     try:
         pipe = Pipeline(config, root)
-        direct, proxied = Arm(), Arm()
+        direct, proxied = Arm(PromptCache.variant(variant)), Arm(PromptCache.variant(variant))
         exchanges, sent = [], []
         for i, req in enumerate(session.requests):
             if restart_at is not None and i == restart_at:

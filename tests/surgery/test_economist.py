@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from scalpel_desktop.surgery.payback import remaining_turns
-
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
@@ -241,73 +239,135 @@ def test_no_cut_that_leaves_an_uncacheable_prompt():
     assert plan.action == "unchanged" and "minimum cacheable" in plan.reason
 
 
-def _warm_session(e, turns, n_units=40):
+def _warm_session(e, turns, n_units=40, step=10.0):
     """``turns`` requests, each 2 units longer, the last one ``n_units`` long."""
     for t in range(turns):
-        sent(e, shape(units(n_units - 2 * (turns - 1 - t)), at=t * 10.0, ttl="5m"))
+        sent(e, shape(units(n_units - 2 * (turns - 1 - t)), at=t * step, ttl="5m"))
 
 
-def test_payback_arithmetic_pays_when_the_rewrite_is_small():
+def _warm(n=42, at=100.0, tokens=1000, pinnable=True, free=1, **kw):
+    s = shape(units(n), at=at, unit_tokens=[tokens] * n, **kw)
+    return RequestShape(**{**s.__dict__, "unit_pinnable": [pinnable] * n, "free_markers": free})
+
+
+def test_payback_pins_the_newest_live_entry_before_the_cut():
     e = econ(policy="payback")
     r = PriceTable.builtin().rates(OPUS)
-    _warm_session(e, 10)  # entries end at units 22, 24, ..., 40
-    s = shape(units(42), at=100.0, unit_tokens=[1000] * 42)
-    s = RequestShape(**{**s.__dict__, "unit_blocks": [1] * 42})
-    plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
-    # Cutting unit 35 leaves the entry ending at unit 34 (8 blocks from the end,
-    # within the lookback): units 34..39 are re-written, 6,000 tokens.
+    _warm_session(e, 10)  # entries end at units 22, 24, ..., 40, sent at 0, 10, ..., 90
+    plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
+    # The entry ending at unit 34 (message 33's last block) is pinned: the read stops
+    # there under any lookback; units 34..39 are re-written, 6,000 tokens.
     saving = 5000 - 20
     extra = (6000 - saving) * r.write_5m - 6000 * r.cache_read
-    later = saving * r.cache_read * 5  # 10 turns so far, no natural break yet: halved
-    assert later >= 2 * extra > 0
+    turns = plan.figures["turns_est"]
     assert plan.action == "cut" and plan.cut_ids == ["big"]
-    assert plan.rewrite_tokens == 6000 and plan.figures["read_stops_at"] == 34
-    assert plan.figures["turns_est"] == 5
+    assert plan.pin_unit == 33 and plan.pin_ttl == "5m"
+    assert plan.figures["boundary"] == "pinned" and plan.figures["read_stops_at"] == 34
+    assert plan.rewrite_tokens == 6000
     assert plan.figures["extra_usd"] == pytest.approx(extra, rel=1e-6)
-    assert plan.figures["payback_usd"] == pytest.approx(later, rel=1e-6)
+    assert plan.figures["payback_usd"] == pytest.approx(saving * r.cache_read * turns, rel=1e-6)
+    assert saving * r.cache_read * turns >= 2 * extra
 
 
-def test_payback_counts_the_lookback_a_deep_cut_rewrites_every_message():
+def test_the_pin_ignores_block_counts_a_deep_history_costs_the_same():
+    # the old rule priced this by counting blocks against a lookback of 20: with 3 blocks
+    # per message the entry at 34 was "out of reach" - a count nobody documents
     e = econ(policy="payback")
-    r = PriceTable.builtin().rates(OPUS)
     _warm_session(e, 10)
-    s = shape(units(42), at=100.0, unit_tokens=[1000] * 42)
+    s = _warm()
     s = RequestShape(**{**s.__dict__, "unit_blocks": [3] * 42})
-    # Entry at 34 is 24 blocks from the end: out of the lookback. The read stops
-    # at the system entries, so all 40 message units are re-written.
     plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
-    extra = (40_000 - 4980) * r.write_5m - 40_000 * r.cache_read
-    assert 4980 * r.cache_read * 5 < 2 * extra
+    assert plan.action == "cut" and plan.pin_unit == 33 and plan.rewrite_tokens == 6000
+
+
+def test_without_a_free_marker_the_rewrite_is_priced_at_its_worst_case():
+    e = econ(policy="payback")
+    _warm_session(e, 10)
+    for s in (_warm(free=0), _warm(pinnable=False)):
+        plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
+        assert plan.action == "unchanged"  # nothing surely read: the whole prompt re-written
+
+
+def test_worst_case_figures_when_a_huge_saving_repays_even_that():
+    e = econ(policy="payback", batch_min_tokens=0)
+    _warm_session(e, 30, n_units=100, step=5.0)
+    s = _warm(n=102, at=200.0, tokens=100, free=0, total=20_000)
+    plan = e.decide(s, [Candidate("huge", 95, 60_000, 20)])
+    if plan.action == "cut":
+        assert plan.figures["boundary"] == "worst-case" and plan.pin_unit is None
+        assert plan.rewrite_tokens == 20_000 - 200  # everything up to the break, tools and system included
+
+
+def test_an_entry_past_its_ttl_since_it_was_sent_is_not_pinned():
+    # refreshes are not relied on: the entry ending at 34 was sent at t=60; at t=60+300-30 it
+    # may be gone (if only the entry read is refreshed), so an older... nothing older lives either
+    e = econ(policy="payback")
+    _warm_session(e, 10)
+    late = _warm(at=60 + 300 - 29)
+    plan = e.decide(late, [Candidate("big", 35, 5000, 20)])
+    assert plan.figures.get("read_stops_at") != 34
+    early = _warm(at=60 + 300 - 31)
+    assert e.decide(early, [Candidate("big", 35, 5000, 20)]).figures.get("read_stops_at") == 34
+
+
+def test_an_unconfirmed_entry_is_not_pinned():
+    e = econ(policy="payback")
+    for t in range(10):
+        s = shape(units(22 + 2 * t), at=t * 10.0)
+        e.record_sent(s)  # no response came back: maybe nothing was written
+    plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
     assert plan.action == "unchanged"
+
+
+def test_an_entry_of_another_prefix_is_not_pinned():
+    e = econ(policy="payback")
+    _warm_session(e, 10)
+    other = _warm(system="S2")  # the system changed: break 0, cuts are free anyway
+    assert e.decide(other, [Candidate("big", 35, 5000, 20)]).rewrite_tokens == 0
+    changed = list(units(42))
+    changed[3] = "rewritten"
+    s = _warm()
+    s = RequestShape(**{**s.__dict__, "unit_hashes": tuple(changed), "rewrite_at": None})
+    plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
+    assert plan.figures.get("boundary") != "pinned" or plan.figures["read_stops_at"] <= 3
+
+
+def test_a_pinned_request_refreshes_its_pin_entry():
+    e = econ(policy="payback")
+    _warm_session(e, 10)
+    s = _warm()
+    plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
+    serial = e.record_sent(s, brk=plan.natural_break, pin_unit=plan.pin_unit)
+    e.record_finished(KEY, OPUS, serial, 102.0)
+    marks = [m for m in e.conversations[KEY].entries[OPUS] if m.serial == serial]
+    assert sorted(m.units for m in marks) == [34, 42] and all(m.confirmed and m.at == 100.0 for m in marks)
 
 
 def test_payback_refuses_a_deep_rewrite_for_a_small_saving():
     e = econ(policy="payback")
     _warm_session(e, 3)
-    s = shape(units(42), at=100.0, unit_tokens=[2000] * 42)
-    plan = e.decide(s, [Candidate("deep", 1, 2500, 20)])
+    plan = e.decide(_warm(tokens=2000), [Candidate("deep", 1, 2500, 20)])
     assert plan.action == "unchanged"
 
 
-def test_payback_turns_are_clamped_to_max():
-    e = econ(policy="payback", payback_turns_max=7)
-    _warm_session(e, 30, n_units=80)
-    assert remaining_turns(e.conversations.get(KEY), e.settings) == 7 // 2
-    e2 = econ(policy="payback")
-    _warm_session(e2, 2)
-    assert remaining_turns(e2.conversations.get(KEY), e2.settings) == 5 // 2  # clamped up to payback_turns_min, halved
+def test_death_cuts_only_results_that_just_died():
+    e = econ(policy="death")
+    _warm_session(e, 10)
+    first = e.decide(_warm(), [Candidate("old", 35, 5000, 20)])
+    assert first.action == "cut"  # dead for the first time
+    e2 = econ(policy="death")
+    _warm_session(e2, 9)
+    e2.decide(_warm(n=40, at=90.0), [Candidate("old", 35, 5000, 20)])  # seen dead (a decision at 90)...
+    sent(e2, shape(units(40), at=90.0))
+    again = e2.decide(_warm(), [Candidate("old", 35, 5000, 20)])
+    assert again.action == "unchanged"  # ... so not new any more
 
 
-def test_remaining_turns_no_more_than_the_run_between_natural_breaks():
+def test_the_first_turns_earn_nothing_on_the_prior():
     e = econ(policy="payback")
-    t = 0.0
-    for i in range(12):
-        if i in (4, 8):
-            t += 10_000  # the cache went cold twice
-        sent(e, shape(units(10 + 2 * i), at=t))
-        t += 10
-    assert e.conversations[KEY].natural_breaks == 2
-    assert remaining_turns(e.conversations.get(KEY), e.settings) == (12 // 3) // 2
+    _warm_session(e, 1)
+    plan = e.decide(_warm(at=20.0), [Candidate("big", 35, 5000, 20)])
+    assert plan.action == "unchanged"  # one turn so far: the prior gives no later turn with q = 2/3
 
 
 def test_payback_uses_the_cold_rule_when_the_break_makes_cuts_free():

@@ -1,0 +1,77 @@
+"""The pin: one more cache marker on a live entry's block, and the validator that allows exactly that."""
+
+from __future__ import annotations
+
+from scalpel_desktop.surgery.pin import marker_ttls, pinnable, pinned
+from scalpel_desktop.surgery.validate import pin_problems
+
+CC = {"type": "ephemeral"}
+CC1H = {"type": "ephemeral", "ttl": "1h"}
+
+
+def body(ttl=CC, n=6):
+    msgs = []
+    for i in range(n):
+        if i % 2 == 0:
+            msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x"}]})
+        else:
+            msgs.append({"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "s"},
+                                                          {"type": "tool_use", "id": f"t{i + 1}", "name": "Read",
+                                                           "input": {}}]})
+    msgs[-1] = dict(msgs[-1])
+    msgs[-1]["content"] = [dict(b) for b in msgs[-1]["content"]]
+    msgs[-1]["content"][-1]["cache_control"] = ttl
+    return {"model": "m", "system": [{"type": "text", "text": "a", "cache_control": ttl},
+                                     {"type": "text", "text": "b", "cache_control": ttl}], "messages": msgs}
+
+
+def test_claude_code_leaves_one_marker_free():
+    flags, free = pinnable(body())
+    assert free == 1 and flags[:5] == [True] * 5 and flags[5] is False  # the last one is marked already
+
+
+def test_pinned_adds_exactly_one_marker_without_touching_the_original():
+    doc = body()
+    before = repr(doc)
+    out = pinned(doc, 2, "5m")
+    assert repr(doc) == before
+    assert out["messages"][2]["content"][-1]["cache_control"] == CC
+    assert len(marker_ttls(out)) == 4
+    assert all(a is b for i, (a, b) in enumerate(zip(doc["messages"], out["messages"])) if i != 2)
+    assert pin_problems(doc, out, 2) == []
+
+
+def test_a_fifth_marker_is_refused():
+    doc = pinned(body(), 2, "5m")
+    assert pinned(doc, 0, "5m") is None
+    assert pinnable(doc)[1] == 0
+
+
+def test_one_hour_must_stay_before_five_minutes():
+    doc = body(CC)
+    assert pinned(doc, 2, "1h") is None  # a 1h marker after the 5m system markers
+    assert pinned(body(CC1H), 2, "1h") is not None
+
+
+def test_the_validator_allows_nothing_but_the_marker():
+    doc = body()
+    out = pinned(doc, 2, "5m")
+    assert pin_problems(doc, out, 3)  # on another message than said
+    worse = pinned(doc, 2, "5m")
+    worse["messages"][2]["content"][-1]["content"] = "changed"
+    assert any("beyond one added marker" in p for p in pin_problems(doc, worse, 2))
+    odd = pinned(doc, 2, "5m")
+    odd["messages"][2]["content"][-1]["cache_control"] = {"type": "ephemeral", "ttl": "10m"}
+    assert pin_problems(doc, odd, 2)
+    other = pinned(doc, 2, "5m")
+    other["system"] = other["system"][:1]
+    assert any("system changed" in p for p in pin_problems(doc, other, 2))
+
+
+def test_thinking_and_string_messages_are_not_pinned():
+    doc = body()
+    doc["messages"][1] = {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "s"}]}
+    doc["messages"][2] = {"role": "user", "content": "plain"}
+    flags, _ = pinnable(doc)
+    assert flags[1] is False and flags[2] is False
+    assert pinned(doc, 1, "5m") is None and pinned(doc, 2, "5m") is None
