@@ -117,7 +117,7 @@ KEYS: dict[str, Key] = {
         Key("paused", False, bool, "Pass-through: forward everything unchanged."),
         Key("tier", 2, int, "1 = superseded reads, duplicates, failed commands; 2 = also dead snapshots and stale large results.",
             choices=(1, 2)),
-        Key("policy", "cold", str, "When to cut: cold (only when free), death (also a result that just died, on a "
+        Key("policy", "death", str, "When to cut: cold (only when free), death (also a result that just died, on a "
             "warm cache, when it repays its pinned rewrite), payback (also any dead result when it repays), off.",
             choices=("cold", "death", "payback", "off")),
         Key("keep_recent", 3, int, "Never cut the most recent N tool results.", minimum=0, maximum=1000),

@@ -12,7 +12,7 @@ def test_defaults_match_spec():
     cfg = Config.load()
     assert cfg["port"] == 4242
     assert cfg["tier"] == 2
-    assert cfg["policy"] == "cold"
+    assert cfg["policy"] == "death"
     assert cfg["keep_recent"] == 3
     assert cfg["failed_age_messages"] == 10
     assert cfg["stale_min_tokens"] == 1000

@@ -14,15 +14,21 @@ in lockstep, request by request, so each body, its parsed document and its
 doom analysis are built once for all of them (``bench/stage_driver.py``):
 
 * ``off``: the unmodified requests;
-* ``cold`` and ``payback`` through ``surgery.stage.SurgeryStage``
+* ``cold``, ``death`` and ``payback`` through ``surgery.stage.SurgeryStage``
   (the proxy's own code: economist, doom spans, surgeon, validator) with a
-  temporary spill dir and cut log, the real timestamps, the client breaks the
-  usage shows as hints; the simulated usage goes back to the stage as the
-  response, as the proxy would see it;
-* ``cold:proven`` and ``payback:proven``: the same without the hints (breaks
-  visible from content and time alone): the ``proven`` part of the saving;
+  temporary spill dir and cut log, the real timestamps, and only the breaks
+  the live proxy can see (docs/claude-code-breaks.md: compaction, model
+  switches, TTL expiry - from content and time alone); the simulated usage
+  goes back to the stage as the response, as the proxy would see it. The warm
+  policies get the user's history as the ledger would have held it: the
+  sequences of the corpus that ended before this one started;
+* ``cold:hinted`` (etc.): the same, told where the usage shows the read
+  stopping short for no visible reason (``client_rewrite_at``): a break the
+  live proxy of Claude Code 2.1.332 would not see, reported apart;
 * ``naive`` and ``first-party``, bench-only comparisons, and ``ceiling``, the
-  bound no policy can beat (``bench/policies.py``).
+  bound no policy can beat (``bench/policies.py``);
+* ``keepalive``, ``as-5m``, ``as-5m+keepalive``: bench-only TTL choices
+  (``bench/keepalive.py``).
 
 From Python::
 
@@ -39,10 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.bench import keepalive
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
 from scalpel_desktop.bench.simulate import SequenceSimulator
+from scalpel_desktop.surgery.remaining import History
 from scalpel_desktop.bench.stage_driver import (
     SequenceBodies,
     StageDriver,
@@ -50,9 +58,9 @@ from scalpel_desktop.bench.stage_driver import (
     stub_tokens,
 )
 
-ALL_POLICIES = ("off", "cold", "payback", "naive", "first-party")
-STAGE_POLICIES = ("cold", "payback")
-PROVEN = ":proven"  # suffix of a stage arm run without the client-break hints
+STAGE_POLICIES = ("cold", "death", "payback")
+ALL_POLICIES = ("off", *STAGE_POLICIES, "naive", "first-party", *keepalive.ARMS)
+HINTED = ":hinted"  # suffix of a stage arm told the breaks inferred from the usage (not provable live)
 MIN_REQUESTS = 2  # a sequence of one request has nothing to replay
 
 
@@ -64,7 +72,7 @@ class SessionResult:
     model: str
     requests: int
     real_cost: float  # the usage counts at list prices
-    costs: dict[str, float]  # arm -> SIMULATED cost ("off", each policy, "<stage policy>:proven", "ceiling")
+    costs: dict[str, float]  # arm -> SIMULATED cost ("off", each policy, "<stage policy>:hinted", "ceiling")
     ratio: Ratio
     cuts: dict[str, int] = field(default_factory=dict)  # arm -> results cut
     errors: dict[str, str] = field(default_factory=dict)  # arm -> error (that arm fell back to "off")
@@ -86,8 +94,10 @@ class PolicyTotal:
     best_session_pct: float
     median_session_pct: float
     cuts: int
-    proven_saving_usd: float = 0.0
-    proven_saving_pct: float = 0.0
+    # with the breaks inferred from the usage (not provable live): reported apart
+    hinted_saving_usd: float = 0.0
+    hinted_saving_pct: float = 0.0
+    hinted_sessions_worse: int = 0
 
 
 @dataclass
@@ -115,9 +125,9 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 
 
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
-                    config: Mapping[str, Any] | None = None, ceiling: bool = True, proven: bool = True,
+                    config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
-                    scratch: str | None = None) -> SessionResult:
+                    scratch: str | None = None, history: Any = None) -> SessionResult:
     from scalpel_desktop.config import KEYS
     from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -134,12 +144,16 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     try:
         for name in policies:
             if name in STAGE_POLICIES:
-                for arm_name, hints in ((name, True), (name + PROVEN, False)):
-                    if arm_name.endswith(PROVEN) and not proven:
+                for arm_name, hints in ((name, False), (name + HINTED, True)):
+                    if arm_name.endswith(HINTED) and not hinted:
                         continue
                     d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints,
-                                                               scratch=scratch)
+                                                        scratch=scratch, history=history)
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
+            elif name in keepalive.ARMS:
+                arms[name] = sim.arm(kind=keepalive.KeepAliveArm, as_5m=name.startswith("as-5m"),
+                                     pings=name.endswith("keepalive"), margin=float(cfg["ttl_margin_s"]),
+                                     factor=float(cfg["payback_factor"]))
             elif name == "naive":
                 c = cutters[name] = DoomCuts(bodies.spans, stub, "naive")
                 arms[name] = sim.arm(c)
@@ -161,6 +175,9 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                     if name == "off":
                         raise
                     errors[name] = f"{type(e).__name__}: {e}"[:200]
+        for name, arm in arms.items():
+            if isinstance(arm, keepalive.KeepAliveArm) and name not in errors:
+                arm.finish()
     finally:
         for d in drivers.values():
             d.close()
@@ -170,6 +187,9 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     for name, c in cutters.items():
         if name not in errors:
             cuts[name] = len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c)
+    for name, arm in arms.items():
+        if isinstance(arm, keepalive.KeepAliveArm):
+            cuts[name] = arm.pings_sent  # the pings it sent
     first = seq.requests[0].usage
     return SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
                          base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
@@ -183,7 +203,7 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
                   max_requests: int = 5000, files: list[FileResult] | None = None,
-                  proven: bool = True) -> ReplayResult:
+                  hinted: bool = True) -> ReplayResult:
     """Replay every sequence under ``root`` (default: the user's own transcripts)."""
     if prices is None:
         from scalpel_desktop.accounting.prices import PriceTable
@@ -214,8 +234,8 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     try:
         for i, seq in enumerate(seqs):
             try:
-                out.append(replay_sequence(seq, prices, policies, tier, config, proven=proven, counter=counter,
-                                           pooled=pooled, scratch=scratch))
+                out.append(replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter,
+                                           pooled=pooled, scratch=scratch, history=history_before(seqs, seq)))
             except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
                 skipped["errors"] += 1
             if progress:
@@ -226,6 +246,20 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 
 
+def history_before(seqs: list[Sequence], seq: Sequence) -> History:
+    """What the user's ledger would have held when ``seq`` started: the sequences that ended
+    before, their lengths and idle gaps (response end to the next request)."""
+    start = seq.requests[0].ts
+    lengths, gaps = [], []
+    for other in seqs:
+        if other is seq or not other.requests or other.requests[-1].ts_done >= start:
+            continue
+        lengths.append(len(other.requests))
+        reqs = other.requests
+        gaps.extend(max(0.0, b.ts - a.ts_done) for a, b in zip(reqs, reqs[1:]))
+    return History.of(lengths, gaps)
+
+
 def totals_for(sessions: list[SessionResult], name: str) -> PolicyTotal:
     """A policy's totals on the real bill (``ceiling`` too)."""
     real = sum(s.real_cost for s in sessions)
@@ -233,8 +267,10 @@ def totals_for(sessions: list[SessionResult], name: str) -> PolicyTotal:
     pcts = sorted(_pct(s.real_cost, s.cost(name)) for s in sessions)
     worse = sum(1 for s in sessions if s.costs.get(name, s.costs["off"]) > s.costs["off"] * (1 + 1e-9) + 1e-9)
     median = pcts[len(pcts) // 2] if pcts else 0.0
-    pname = name + PROVEN if any(name + PROVEN in s.costs for s in sessions) else name
-    proven_cost = sum(s.cost(pname) for s in sessions)
+    hname = name + HINTED if any(name + HINTED in s.costs for s in sessions) else name
+    hinted_cost = sum(s.cost(hname) for s in sessions)
+    hinted_worse = sum(1 for s in sessions
+                       if s.costs.get(hname, s.costs["off"]) > s.costs["off"] * (1 + 1e-9) + 1e-9)
     return PolicyTotal(
         name=name,
         cost=cost,
@@ -245,8 +281,9 @@ def totals_for(sessions: list[SessionResult], name: str) -> PolicyTotal:
         best_session_pct=max(pcts) if pcts else 0.0,
         median_session_pct=median,
         cuts=sum(s.cuts.get(name, 0) for s in sessions),
-        proven_saving_usd=real - proven_cost,
-        proven_saving_pct=_pct(real, proven_cost),
+        hinted_saving_usd=real - hinted_cost,
+        hinted_saving_pct=_pct(real, hinted_cost),
+        hinted_sessions_worse=hinted_worse,
     )
 
 

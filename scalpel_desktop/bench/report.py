@@ -11,7 +11,7 @@ import html
 from typing import Any
 
 from scalpel_desktop.bench.check import check_report
-from scalpel_desktop.bench.replay import PROVEN, ReplayResult, totals_for
+from scalpel_desktop.bench.replay import HINTED, ReplayResult, totals_for
 
 BASELINE_NOTE = ("the real bill: each request's usage counts at the price table's rates; a policy costs "
                  "real + (simulated with it - simulated without), one anchored simulator for both")
@@ -35,9 +35,13 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
             "name": name, "cost_usd": _r(t.cost), "saving_usd": _r(t.saving_usd), "saving_pct": _r(t.saving_pct, 3),
             "sessions_worse": t.sessions_worse, "worst_session_pct": _r(t.worst_session_pct, 3),
             "best_session_pct": _r(t.best_session_pct, 3), "median_session_pct": _r(t.median_session_pct, 3),
-            "proven_saving_usd": _r(t.proven_saving_usd), "proven_saving_pct": _r(t.proven_saving_pct, 3),
+            # the headline is what the live proxy can prove: saving_* ARE the proven figures
+            "proven_saving_usd": _r(t.saving_usd), "proven_saving_pct": _r(t.saving_pct, 3),
+            "hinted_saving_usd": _r(t.hinted_saving_usd), "hinted_saving_pct": _r(t.hinted_saving_pct, 3),
+            "hinted_sessions_worse": t.hinted_sessions_worse,
             "ceiling_share_pct": _r(100.0 * t.saving_usd / ceil.saving_usd, 2) if ceil.saving_usd > 0 else 0.0,
-            "cuts": t.cuts, "proven_cuts": sum(x.cuts.get(name + PROVEN, x.cuts.get(name, 0)) for x in s),
+            "cuts": t.cuts, "proven_cuts": t.cuts,
+            "hinted_cuts": sum(x.cuts.get(name + HINTED, x.cuts.get(name, 0)) for x in s),
         })
     methods: dict[str, int] = {}
     for x in s:
@@ -92,11 +96,11 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
     console.print(f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests replayed; "
                   f"real bill ${doc['real_cost_usd']:.2f} (the baseline)")
     t = Table(title="Policies (cost = real bill + simulated change; % of the real bill)")
-    for col in ("policy", "cost $", "saving $", "saving %", "proven %", "worse", "worst %", "best %", "cuts"):
+    for col in ("policy", "cost $", "saving $", "saving %", "hinted %", "worse", "worst %", "best %", "cuts"):
         t.add_column(col, justify="right" if col != "policy" else "left", no_wrap=col == "policy")
     for p in doc["policies"]:
         t.add_row(p["name"], f"{p['cost_usd']:.3f}", f"{p['saving_usd']:.3f}", f"{p['saving_pct']:.2f}",
-                  f"{p['proven_saving_pct']:.2f}", str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}",
+                  f"{p['hinted_saving_pct']:.2f}", str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}",
                   f"{p['best_session_pct']:.1f}", str(p["cuts"]))
     c = doc["ceiling"]
     t.add_row("[italic]ceiling[/]", f"{c['cost_usd']:.3f}", f"{c['saving_usd']:.3f}", f"{c['saving_pct']:.2f}",
@@ -108,8 +112,8 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
                   f"median session {ch['abs_error_pct_by_session_median']:.2f}%).")
     for row in ch["off_target_sessions"]:
         console.print(f"  {escape(row['session'])}: {row['error_pct']:+.1f}%")
-    console.print("proven: the saving without the client breaks inferred from the usage "
-                  "(breaks visible from content and time alone).")
+    console.print("saving: with the breaks the live proxy sees (compaction, model switches, TTL expiry); "
+                  "hinted: also told where the usage shows a read stopping short for no visible reason.")
     sk = doc["skipped"]
     console.print("Skipped: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sk.items()))
     console.print(f"[dim]{doc['prefix']}[/]")
@@ -151,7 +155,7 @@ def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str 
     parts.append("</svg>")
     pol_rows = "".join(
         f"<tr><td>{html.escape(p['name'])}</td><td>{p['cost_usd']:.3f}</td><td>{p['saving_usd']:.3f}</td>"
-        f"<td>{p['saving_pct']:.2f}</td><td>{p['proven_saving_pct']:.2f}</td><td>{p['sessions_worse']}</td>"
+        f"<td>{p['saving_pct']:.2f}</td><td>{p['hinted_saving_pct']:.2f}</td><td>{p['sessions_worse']}</td>"
         f"<td>{p['worst_session_pct']:.1f}</td></tr>"
         for p in doc["policies"])
     ch = doc["check"]
@@ -163,7 +167,7 @@ def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str 
         f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests, prices as of "
         f"{html.escape(doc['prices_as_of'])}; real bill ${doc['real_cost_usd']:.2f} (the baseline).</p>"
         "<table><tr><th>policy</th><th>cost $</th><th>saving $</th><th>saving % of the real bill</th>"
-        f"<th>proven %</th><th>sessions worse</th><th>worst %</th></tr>{pol_rows}</table>"
+        f"<th>hinted %</th><th>sessions worse</th><th>worst %</th></tr>{pol_rows}</table>"
         f"<p>Ceiling: {doc['ceiling']['saving_pct']:.2f}% (${doc['ceiling']['saving_usd']:.3f}). "
         f"Check: the unmodified arm ${ch['simulated_cost_usd']:.2f} vs the real bill ${ch['real_cost_usd']:.2f} "
         f"({ch['error_pct']:+.2f}%).</p>"

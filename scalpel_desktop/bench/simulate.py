@@ -41,16 +41,11 @@ unit is O(1) and a request only hashes the units it adds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
-from scalpel_desktop.accounting.cache_model import (
-    TTL_SECONDS,
-    Entry,
-    PrefixBuilder,
-    PromptCache,
-    min_cacheable_for,
-)
+from scalpel_desktop.accounting.cache_model import PrefixBuilder
 from scalpel_desktop.wire.usage import Usage
+from scalpel_desktop.bench.arm import Arm, RequestBill, SequenceBill
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure
 from scalpel_desktop.bench.reader import Line, Request, Sequence
 
@@ -65,71 +60,6 @@ class Stub:
 
 # cumulative cut map for one request: tool_use_id -> Stub
 Cuts = Mapping[str, Stub]
-
-
-@dataclass
-class RequestBill:
-    real: Usage
-    sim: Usage
-    real_cost: float
-    sim_cost: float
-    tokens: int  # simulated prompt tokens
-    read_at: int  # the unit boundary the real read stopped at
-
-
-@dataclass
-class SequenceBill:
-    name: str
-    model: str
-    requests: list[RequestBill] = field(default_factory=list)
-
-    @property
-    def real_cost(self) -> float:
-        return sum(r.real_cost for r in self.requests)
-
-    @property
-    def sim_cost(self) -> float:
-        return sum(r.sim_cost for r in self.requests)
-
-
-class _Units:
-    """The unit list of the current request, kept in step with a PrefixBuilder."""
-
-    def __init__(self) -> None:
-        self.keys: list[tuple] = []
-        self.tokens: list[int] = []
-        self.pb = PrefixBuilder()
-
-    def sync(self, keys: list[tuple], roles: list[str], tokens: list[int]) -> None:
-        mine = self.keys
-        m = len(mine)
-        if keys is mine and tokens is self.tokens:
-            return
-        if len(keys) >= m and keys[:m] == mine:
-            i = m  # the usual case: the request appends to the previous one
-        else:
-            n = min(len(keys), m)
-            i = 0
-            while i < n and mine[i] == keys[i]:
-                i += 1
-        if i < m:  # something earlier changed: rebuild the chain up to i
-            pb = PrefixBuilder()
-            for j in range(i):
-                self._add(pb, j, keys, roles, tokens)
-            self.pb = pb
-        blocks = self.pb.blocks
-        if i and tokens[:i] != self.tokens[:i]:  # same identity, other tokens (a free cut)
-            for j in range(i):
-                if blocks[j].tokens != tokens[j]:
-                    blocks[j] = replace(blocks[j], tokens=tokens[j])
-        for j in range(i, len(keys)):
-            self._add(self.pb, j, keys, roles, tokens)
-        self.keys, self.tokens = keys, tokens
-
-    @staticmethod
-    def _add(pb: PrefixBuilder, j: int, keys, roles, tokens) -> None:
-        new_role = roles[j] if j == 0 or roles[j] != roles[j - 1] else None
-        pb.add_raw(repr(keys[j]).encode(), tokens[j], None, new_message_role=new_role)
 
 
 class SequenceSimulator:
@@ -327,81 +257,11 @@ class SequenceSimulator:
         return arm.bill
 
     def arm(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *, free: bool = False,
-            after: Callable[[int, Request, Usage], None] | None = None) -> Arm:
-        """One arm to step request by request (several arms of a sequence go in lockstep)."""
-        return Arm(self, cuts_for, free, after)
-
-
-class Arm:
-    """One policy's pass over a sequence: its own cache, billed request by request."""
-
-    def __init__(self, sim: SequenceSimulator, cuts_for, free: bool, after):
-        self.sim, self.cuts_for, self.free, self.after = sim, cuts_for, free, after
-        self.cache = PromptCache()
-        self.units = _Units()
-        self.bill = SequenceBill(sim.seq.name, sim.model)
-        self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
-        self.own: set = set()  # chains this arm wrote (or was granted) itself
-
-    def step(self, k: int) -> RequestBill:
-        sim, cache = self.sim, self.cache
-        req = sim.seq.requests[k]
-        cuts = self.cuts_for(k, req) if self.cuts_for else None
-        keys, roles, tokens = sim.units(k, cuts, self.free)
-        base = sim._bases[k]
-        shared = sim._shared
-        if shared is not None and shared[0] == k and keys is base[0] and shared[1] is not self.units:
-            # no keyed cut: the unmodified arm's chain, already built for this request (free cuts patched)
-            pb = shared[1].pb.copy()
-            if tokens is not base[2]:
-                for pos in {base[3][t] for t in cuts or () if t in base[3]}:
-                    pb.blocks[pos] = replace(pb.blocks[pos], tokens=tokens[pos])
-            self.units.pb, self.units.keys, self.units.tokens = pb, keys, tokens
-        else:
-            self.units.sync(keys, roles, tokens)
-            if self.cuts_for is None:
-                sim._shared = (k, self.units)
-        self.ttl = ttl = sim._ttl(req, self.ttl)
-        marks = sim._marks(roles, ttl)
-        ck = req.model
-        b = sim.read_at[k]
-        blocks = self.units.pb.blocks
-        at = sum(tokens[:b])
-        _drop_after(cache, ck, at)
-        if b > 0:
-            chain = blocks[b - 1].chain
-            if self.free or chain in self.own or base[0] is keys or keys[:b] == base[0][:b]:
-                e = cache.entries.get((ck, chain))
-                if e is None or e.expires <= req.ts:
-                    cache.entries[(ck, chain)] = Entry(ttl, req.ts + TTL_SECONDS[ttl], at)
-                self.own.add(chain)
-        detail = cache.bill_detail(ck, blocks, req.ts, breakpoints=marks, min_cacheable=min_cacheable_for(req.model),
-                                   also_read=b - 1 if b > 0 else None)
-        for i in detail.written:
-            self.own.add(blocks[i].chain)
-        usage = _clamped(detail.usage)
-        usage.output_tokens = req.usage.output_tokens
-        rates = sim.prices.rates(req.model)
-        rb = RequestBill(req.usage, usage, rates.cost(req.usage), rates.cost(usage), sum(tokens), b)
-        self.bill.requests.append(rb)
-        if self.after is not None:
-            self.after(k, req, usage)
-        return rb
-
-
-def _clamped(u: Usage) -> Usage:
-    """A negative hidden block after the last cached point can leave negative input: move it to the read."""
-    if u.input_tokens < 0:
-        u = Usage(input_tokens=0, cache_write_5m=u.cache_write_5m, cache_write_1h=u.cache_write_1h,
-                  cache_read=max(0, u.cache_read + u.input_tokens))
-    return u
-
-
-def _drop_after(cache: PromptCache, key, tokens: int) -> None:
-    """Forget every entry of ``key`` whose prefix reaches past ``tokens``."""
-    dead = [ek for ek, e in cache.entries.items() if ek[0] == key and e.tokens > tokens]
-    for ek in dead:
-        del cache.entries[ek]
+            after: Callable[[int, Request, Usage], None] | None = None, kind: type | None = None,
+            **opts) -> Arm:
+        """One arm to step request by request (several arms of a sequence go in lockstep);
+        ``kind``: an ``Arm`` subclass (``opts`` go to it)."""
+        return (kind or Arm)(self, cuts_for, free, after, **opts)
 
 
 def _older_than(version: str, ref: tuple[int, int]) -> bool:

@@ -13,8 +13,8 @@ The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
 cache there; the live proxy should see such rewrites in the bytes, a
 transcript does not show them, so the stage is told the message index
-(``client_rewrite_at``). The ``proven`` arms run without it: their saving
-needs no break inferred from the usage.
+(``client_rewrite_at``) in the ``hinted`` arms. The headline arms run without
+it: their saving needs no break inferred from the usage.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ class StageDriver:
     """Runs one sequence's requests through a private SurgeryStage."""
 
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
-                 sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = True, scratch: str | None = None):
+                 sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = False, scratch: str | None = None,
+                 history: Any = None):
         from scalpel_desktop.surgery.stage import SurgeryStage
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
@@ -135,7 +136,7 @@ class StageDriver:
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
         self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
-                                  Economist(cfg, prices), prices)
+                                  Economist(cfg, prices, history), prices)
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}

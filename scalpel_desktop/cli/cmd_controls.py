@@ -1,4 +1,4 @@
-"""``scalpel tier 1|2`` and ``scalpel policy cold|payback|off``.
+"""``scalpel tier 1|2`` and ``scalpel policy cold|death|payback|off``.
 
 Through the running proxy's control API when one runs (applied live, and the
 proxy saves it), else straight into the config file. Either way the command
@@ -14,8 +14,10 @@ from scalpel_desktop.errors import CliError
 from scalpel_desktop.cli.apply_setting import apply_setting
 
 POLICY_HELP = {
-    "cold": "cut only where the prompt cache makes it free (default)",
-    "payback": "also cut on a warm cache when the saving repays the rewrite",
+    "cold": "cut only where the prompt cache makes it free",
+    "death": "cold, and a result that just died on a warm cache when its saving repays the pinned rewrite "
+             "(default)",
+    "payback": "cold, and any dead result on a warm cache when the saving repays the pinned rewrite",
     "off": "never cut (earlier cuts are still replayed so the cache keeps matching)",
 }
 
@@ -37,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         + "; ".join(f"{k}: {v}" for k, v in POLICY_HELP.items())
         + ". Without a value, print it.",
     )
-    p.add_argument("value", nargs="?", choices=list(POLICY_HELP), help="cold, payback or off")
+    p.add_argument("value", nargs="?", choices=list(POLICY_HELP), help="cold, death, payback or off")
     p.add_argument("--json", action="store_true", help="Machine-readable output.")
     p.set_defaults(func=lambda a: _setting("policy", a))
 

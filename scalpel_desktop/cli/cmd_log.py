@@ -27,27 +27,28 @@ def _records(session: str | None, limit: int):
     import sqlite3
 
     from scalpel_desktop.paths import dirs
-    from scalpel_desktop.store.ledger_queries import cut_entries, cut_sessions, open_readonly
+    from scalpel_desktop.store.ledger_queries import cut_decisions, cut_entries, cut_sessions, open_readonly
 
     try:
         conn = open_readonly()
     except sqlite3.Error as e:
         raise CliError(f"cannot open {dirs().database}: {e}") from None
     if conn is None:
-        return []
+        return [], {}
     try:
         if session is None:
-            return cut_entries(conn, limit=limit)
-        recs = cut_entries(conn, session=session, limit=limit)
-        if recs:
-            return recs
-        like = cut_sessions(conn, session, limit=3)
-        if len(like) > 1:
-            raise CliError(f"session prefix {session!r} is ambiguous")
-        return cut_entries(conn, session=like[0], limit=limit) if like else []
+            recs = cut_entries(conn, limit=limit)
+        else:
+            recs = cut_entries(conn, session=session, limit=limit)
+            if not recs:
+                like = cut_sessions(conn, session, limit=3)
+                if len(like) > 1:
+                    raise CliError(f"session prefix {session!r} is ambiguous")
+                recs = cut_entries(conn, session=like[0], limit=limit) if like else []
+        return recs, cut_decisions(conn, recs)
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
-            return []
+            return [], {}
         raise CliError(f"cannot read the surgery log: {e}") from None
     finally:
         conn.close()
@@ -59,12 +60,14 @@ def _log(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
-    recs = _records(args.session, args.limit)
+    recs, decisions = _records(args.session, args.limit)
     spill = SpillStore()
     rows = []
     for r in recs:
         path = spill.path(r.original_sha256)
+        reason, figures = decisions.get(r.tool_use_id, ("", None))
         rows.append({
+            **_decision(reason, figures),
             "created_at": r.created_at,
             "session": r.session,
             "agent": r.agent,
@@ -88,4 +91,28 @@ def _log(args: argparse.Namespace) -> int:
         print(f"{when:<19}  {(r['session'] or '-')[:8]:<8}  {r['kind']:<15}  {r['tokens']:>8,}  {spill_note}")
     total = sum(r["tokens"] for r in rows)
     print(f"{len(rows)} cuts, ~{total:,} tokens removed. Read an original with: scalpel spill show HASH")
+    shown = set()
+    for r in rows:  # each decision once: why, where the read stops, what it expects to repay
+        key = (r["session"], r["reason"])
+        if r["reason"] and key not in shown:
+            shown.add(key)
+            pay = f", repays {r['payback_x']}x over {r['turns_est']} turns" if r["payback_x"] is not None else ""
+            print(f"  {(r['session'] or '-')[:8]}: {r['boundary']} boundary (read stops at message "
+                  f"{r['read_stops_at']}){pay} - {r['reason']}")
     return 0
+
+
+def _decision(reason: str, figures: str | None) -> dict:
+    """The decision behind a cut: its reason, its boundary (free, pinned or worst case), its payback."""
+    f = {}
+    if figures:
+        try:
+            f = json.loads(figures)
+        except ValueError:
+            f = {}
+    boundary = f.get("boundary") or ("free" if reason.startswith("free") else "")
+    return {"reason": reason, "boundary": boundary,
+            "read_stops_at": f.get("read_stops_at", f.get("break")), "break": f.get("break"),
+            "break_reason": f.get("break_reason"), "rewrite_tokens": f.get("rewrite_tokens"),
+            "payback_x": f.get("payback_x"), "turns_est": f.get("turns_est"),
+            "extra_usd": f.get("extra_usd"), "payback_usd": f.get("payback_usd")}

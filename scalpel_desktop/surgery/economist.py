@@ -239,7 +239,8 @@ class Economist:
             plan.action = "cut"
             plan.tokens_cut = free_saving
             plan.reason = f"free: break at unit {brk.index} ({brk.reason})"
-            plan.figures.update({"tokens_cut": free_saving, "rewrite_tokens": 0})
+            plan.figures.update({"tokens_cut": free_saving, "rewrite_tokens": 0, "boundary": "free",
+                                 "read_stops_at": brk.index})
             return self._guard(shape, plan, brk)
         if free:
             plan.reason = f"batch too small: {free_saving} < {batch_min} tokens free (break {brk.index}: {brk.reason})"

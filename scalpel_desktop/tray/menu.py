@@ -7,7 +7,7 @@ Commands::
     toggle_pause        Pause / Resume (the default click action)
     toggle_autopilot    On (checkbox: autopilot at login)
     tier:1  tier:2      radio
-    policy:cold  policy:payback  policy:off   radio
+    policy:cold  policy:death  policy:payback  policy:off   radio
     toggle_tool_filter  checkbox
     open_dashboard  open_data_folder  quit
 """
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 COMMANDS = (
-    "toggle_pause", "toggle_autopilot", "tier:1", "tier:2", "policy:cold", "policy:payback", "policy:off",
+    "toggle_pause", "toggle_autopilot", "tier:1", "tier:2", "policy:cold", "policy:death", "policy:payback",
+    "policy:off",
     "toggle_tool_filter", "open_dashboard", "open_data_folder", "quit",
 )
 
@@ -84,6 +85,7 @@ def entries() -> list[Entry]:
         Entry("Tier 2 (also stale output)", "tier:2", checked=lambda s: s.tier == 2, radio=True),
         Entry("", separator=True),
         Entry("Policy: cold cache only", "policy:cold", checked=lambda s: s.policy == "cold", radio=True),
+        Entry("Policy: cut at death (default)", "policy:death", checked=lambda s: s.policy == "death", radio=True),
         Entry("Policy: payback", "policy:payback", checked=lambda s: s.policy == "payback", radio=True),
         Entry("Policy: off", "policy:off", checked=lambda s: s.policy == "off", radio=True),
         Entry("", separator=True),

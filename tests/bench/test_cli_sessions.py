@@ -37,7 +37,7 @@ def test_the_check_holds_on_sessions_the_real_cli_recorded(tmp_path):
         billed = [r for r in emu.api_requests if r.usage is not None]
     projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
     assert list(projects.rglob("*.jsonl"))
-    result = replay_corpus(projects, policies=["off", "cold", "payback"], prices=PriceTable.builtin())
+    result = replay_corpus(projects, policies=["off", "cold", "death", "payback"], prices=PriceTable.builtin())
     assert result.sessions and sum(s.requests for s in result.sessions) >= 8
     assert len(billed) >= sum(s.requests for s in result.sessions)
     check = check_report(result.sessions)
@@ -45,3 +45,11 @@ def test_the_check_holds_on_sessions_the_real_cli_recorded(tmp_path):
     assert abs(check.error_pct) <= TARGET_PCT, check.as_dict()
     for s in result.sessions:  # the emulator counts ~4 bytes a token: each sequence measures that itself
         assert 0.15 < s.ratio.tokens_per_byte < 0.4, (s.name, s.ratio)
+    # the default policy makes no session the real CLI recorded dearer (nor does any shipped one)
+    from scalpel_desktop.config import KEYS
+
+    for name in ("cold", KEYS["policy"].default, "payback"):
+        t = result.policy(name)
+        print(f"CLI sessions, {name}: saving {t.saving_pct:.2f}% of ${check.real_cost:.3f}, "
+              f"{t.sessions_worse} dearer, {t.cuts} cuts")
+        assert t.sessions_worse == 0, name

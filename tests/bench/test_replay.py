@@ -9,18 +9,18 @@ from scalpel_desktop.bench.replay import replay_corpus, replay_sequence, totals_
 from tests.bench.transcripts import simple_session
 
 
-def test_replay_sequence_runs_every_policy_its_proven_arm_and_the_ceiling(tmp_path):
+def test_replay_sequence_runs_every_policy_its_hinted_arm_and_the_ceiling(tmp_path):
     seq = read_file(simple_session(tmp_path / "s.jsonl", turns=30, gap_at=25, gap=4000.0, big=30_000)).sequences[0]
     res = replay_sequence(seq, PriceTable.builtin())
-    assert set(res.costs) == {"off", "cold", "payback", "naive", "first-party", "ceiling", "cold:proven",
-                              "payback:proven"}
+    assert set(res.costs) == {"off", "cold", "death", "payback", "naive", "first-party", "ceiling", "cold:hinted",
+                              "death:hinted", "payback:hinted", "keepalive", "as-5m", "as-5m+keepalive"}
     assert not res.errors
     assert res.costs["ceiling"] < res.costs["off"]  # the session re-reads one big file: dead weight
     # after the idle gap past the TTL the cold policy cuts for free, never worse; the gap is visible
     # from the timestamps alone, so the cut needs no hint: all of it is proven
     assert res.cuts["cold"] > 0
     assert res.cost("cold") < res.real_cost
-    assert res.cost("cold:proven") == pytest.approx(res.cost("cold"))
+    assert res.cost("cold:hinted") == pytest.approx(res.cost("cold"))
 
 
 def test_a_policy_is_priced_on_the_real_bill(tmp_path):

@@ -28,10 +28,12 @@ def test_bench_json_and_html_on_a_synthetic_dir(tmp_path, capsys):
     assert set(doc["skipped"]) >= {"too_short", "oversized", "unreadable_lines", "errors"}
     assert set(doc["check"]) >= {"real_cost_usd", "simulated_cost_usd", "error_pct"}
     names = [p["name"] for p in doc["policies"]]
-    assert names == ["off", "cold", "payback", "naive", "first-party"]
+    assert names == ["off", "cold", "death", "payback", "naive", "first-party", "keepalive", "as-5m",
+                     "as-5m+keepalive"]
     for p in doc["policies"]:
         assert set(p) >= {"name", "cost_usd", "saving_usd", "saving_pct", "sessions_worse", "worst_session_pct",
-                          "proven_saving_pct"}
+                          "proven_saving_pct", "hinted_saving_pct", "hinted_sessions_worse"}
+        assert p["proven_saving_pct"] == p["saving_pct"]  # the headline is the provable saving
         # the saving is a share of the real bill
         assert abs(p["saving_pct"] - 100 * p["saving_usd"] / doc["real_cost_usd"]) < 0.01
     assert doc["policies"][0]["cost_usd"] == doc["real_cost_usd"]

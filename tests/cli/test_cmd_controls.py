@@ -13,7 +13,7 @@ from scalpel_desktop.config import Config
 def test_policy_without_a_proxy_goes_to_the_config_file(capsys):
     assert main(["policy", "payback"]) == 0
     out = capsys.readouterr().out
-    assert "policy: \"cold\" -> \"payback\"" in out and "no proxy running" in out
+    assert "policy: \"death\" -> \"payback\"" in out and "no proxy running" in out
     assert Config.load().get("policy") == "payback"
     assert main(["policy", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["value"] == "payback"

@@ -104,3 +104,21 @@ def test_real_command_line(cuts):
                          capture_output=True, text=True, timeout=60, env=os.environ.copy())
     assert out.returncode == 0, out.stderr
     assert {r["tool_use_id"] for r in json.loads(out.stdout)} == {c.tool_use_id for c in cuts}
+
+
+def test_log_shows_each_cuts_decision_reason_boundary_and_payback(cuts, capsys):
+    conn = db.connect()
+    figures = {"boundary": "pinned", "read_stops_at": 4, "break": 7, "payback_x": 3.5, "turns_est": 9,
+               "rewrite_tokens": 1200, "extra_usd": 0.001, "payback_usd": 0.0035}
+    conn.execute("INSERT INTO requests (ts, session, agent, endpoint, decision, reason, figures) "
+                 "VALUES (?, 'sess-1234', '', 'messages', 'cut', ?, ?)",
+                 (time.time() - 5, "at death: 900 warm tokens repay a 1200-token rewrite 3.5x over 9 turns",
+                  json.dumps(figures)))
+    conn.commit()
+    conn.close()
+    code, out, _ = run(capsys, "log", "--json")
+    rows = json.loads(out)
+    assert code == 0 and all(r["boundary"] == "pinned" and r["payback_x"] == 3.5 for r in rows)
+    assert rows[0]["read_stops_at"] == 4 and rows[0]["reason"].startswith("at death")
+    code, out, _ = run(capsys, "log")
+    assert "pinned boundary (read stops at message 4), repays 3.5x over 9 turns - at death" in out

@@ -18,6 +18,7 @@ from scalpel_desktop.tui.proxy import ProxyState
 TIERS = ((1, "1: superseded reads, duplicates, failed commands"),
          (2, "2: also dead snapshots and stale large results"))
 POLICIES = (("cold", "cold: only when the cache is cold (free)"),
+            ("death", "death: also a result that just died, when it repays"),
             ("payback", "payback: also on a warm cache when it repays"),
             ("off", "off: never cut"))
 
