@@ -43,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from scalpel_desktop.accounting.cache_model import PrefixBuilder
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.arm import Arm, RequestBill, SequenceBill
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure
