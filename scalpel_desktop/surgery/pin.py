@@ -63,13 +63,32 @@ def _last_block(m: Any) -> dict | None:
     return b if isinstance(b, dict) and b.get("type") in PINNABLE_TYPES else None
 
 
-def pinnable(doc: dict) -> tuple[list[bool], int]:
-    """Per message, whether its last block may take a marker; and how many markers are free."""
+class Pinnable:
+    """Per message, looked at only when asked: may its last block take a marker?"""
+
+    __slots__ = ("msgs",)
+
+    def __init__(self, msgs: list):
+        self.msgs = msgs
+
+    def __len__(self) -> int:
+        return len(self.msgs)
+
+    def __getitem__(self, i: int) -> bool:
+        b = _last_block(self.msgs[i])
+        return b is not None and "cache_control" not in b
+
+
+def pinnable(doc: dict, raw: bytes | None = None) -> tuple[Pinnable | list, int]:
+    """Per message (lazily), whether its last block may take a marker; and how many markers are free.
+
+    With the request's ``raw`` bytes the markers are counted there (every ``"cache_control"``
+    key; inside a JSON string the quotes would be escaped, so this never counts too few);
+    without, by walking the document."""
     if not isinstance(doc, dict) or "cache_control" in doc:  # automatic caching: leave it be
         return [], 0
-    msgs = doc.get("messages") or []
-    flags = [_last_block(m) is not None and "cache_control" not in _last_block(m) for m in msgs]
-    return flags, max(0, MAX_BREAKPOINTS - len(marker_ttls(doc)))
+    used = raw.count(b'"cache_control"') if raw is not None else len(marker_ttls(doc))
+    return Pinnable(doc.get("messages") or []), max(0, MAX_BREAKPOINTS - used)
 
 
 def pinned(doc: dict, unit: int, ttl: str) -> dict | None:

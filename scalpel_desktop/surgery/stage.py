@@ -371,7 +371,8 @@ class SurgeryStage:
             unit_blocks = [len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), list) else 1
                            for m in msgs]
             if endpoint == "messages":
-                unit_pinnable, free_markers = pinnable(doc)
+                unit_pinnable, free_markers = pinnable(doc, ex.new_body if ex.new_body is not None
+                                                       else ex.request.body)
         system, tools, settings = regions(endpoint, doc)
         return RequestShape(
             key=ckey,

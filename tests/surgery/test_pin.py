@@ -27,6 +27,7 @@ def body(ttl=CC, n=6):
 
 def test_claude_code_leaves_one_marker_free():
     flags, free = pinnable(body())
+    flags = list(flags)
     assert free == 1 and flags[:5] == [True] * 5 and flags[5] is False  # the last one is marked already
 
 
@@ -75,3 +76,13 @@ def test_thinking_and_string_messages_are_not_pinned():
     flags, _ = pinnable(doc)
     assert flags[1] is False and flags[2] is False
     assert pinned(doc, 1, "5m") is None and pinned(doc, 2, "5m") is None
+
+
+def test_markers_counted_from_the_raw_bytes_never_too_few():
+    from scalpel_desktop.wire.jsoncodec import dumps
+
+    doc = body()
+    doc["messages"][0]["content"][0]["content"] = 'a text that says "cache_control": {"type": "ephemeral"}'
+    flags, free = pinnable(doc, dumps(doc))
+    assert free == 1 and len(flags) == 6 and flags[2] is True
+    assert pinnable(pinned(doc, 2, "5m"), dumps(pinned(doc, 2, "5m")))[1] == 0
