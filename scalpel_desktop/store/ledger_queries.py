@@ -352,14 +352,16 @@ def conversation_history(conn: sqlite3.Connection, until: float | None = None,
 
 def cut_decisions(conn: sqlite3.Connection, entries) -> dict[str, tuple[str, str | None]]:
     """For each cut of ``entries`` (``CutEntry``), the decision that made it: (reason, figures JSON)
-    of the latest ``cut`` request of its session and agent received at or before the cut."""
+    of the latest request of its session and agent that made new cuts (its decision names
+    ``cut``, ``decisions.py``) received at or before the cut."""
     if not entries or not has_requests(conn):
         return {}
     out: dict[str, tuple[str, str | None]] = {}
     for e in entries:
         row = conn.execute(
             """SELECT reason, figures FROM requests
-               WHERE session = ? AND COALESCE(agent, '') = ? AND decision = 'cut' AND ts <= ?
+               WHERE session = ? AND COALESCE(agent, '') = ? AND (decision = 'cut' OR decision LIKE 'cut+%')
+                     AND ts <= ?
                ORDER BY ts DESC, id DESC LIMIT 1""", (e.session, e.agent or "", e.created_at)).fetchone()
         if row is not None:
             out[e.tool_use_id] = (row[0] or "", row[1])

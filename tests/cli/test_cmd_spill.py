@@ -111,7 +111,7 @@ def test_log_shows_each_cuts_decision_reason_boundary_and_payback(cuts, capsys):
     figures = {"boundary": "pinned", "read_stops_at": 4, "break": 7, "payback_x": 3.5, "turns_est": 9,
                "rewrite_tokens": 1200, "extra_usd": 0.001, "payback_usd": 0.0035}
     conn.execute("INSERT INTO requests (ts, session, agent, endpoint, decision, reason, figures) "
-                 "VALUES (?, 'sess-1234', '', 'messages', 'cut', ?, ?)",
+                 "VALUES (?, 'sess-1234', '', 'messages', 'cut+replayed', ?, ?)",
                  (time.time() - 5, "at death: 900 warm tokens repay a 1200-token rewrite 3.5x over 9 turns",
                   json.dumps(figures)))
     conn.commit()
