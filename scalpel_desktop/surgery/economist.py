@@ -29,8 +29,9 @@ matches nothing, so it constrains nothing). A conversation - or a model within
 it - seen for the first time is warm until known: its break is the last
 message, so nothing is cut on a guess.
 
-Policies (``surgery/policies.py``): ``off``; ``cold`` (default) cuts only at or
-after the break, and only a batch worth ``batch_min_tokens``; ``death`` and
+Policies (``surgery/policies.py``): ``off``; ``cold`` cuts only at or
+after the break, and only a batch worth ``batch_min_tokens``; ``death`` (the
+default) and
 ``payback`` also cut before the break when the saving at the cache-read price
 over a conservative estimate of the remaining turns (``surgery/remaining.py``,
 from the user's own ``history``) repays the rewrite by ``payback_factor``, the

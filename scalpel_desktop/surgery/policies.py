@@ -1,9 +1,9 @@
 """The surgery policies, one small object each, in one table (the ``policy`` setting).
 
 * ``off``: never cuts (logged cuts are still replayed: a cut once sent stays);
-* ``cold`` (default): cuts only at or after the natural break, where the
+* ``cold``: cuts only at or after the natural break, where the
   cache is cold anyway, and only a batch worth ``batch_min_tokens``;
-* ``death``: ``cold``, plus a result that died in this very request is cut on a
+* ``death`` (the default, ``config.py``): ``cold``, plus a result that died in this very request is cut on a
   warm cache when its saving over the remaining turns repays the (pinned) tail
   it forces ``payback_factor`` times (``surgery/payback.py``, ``only_new``);
 * ``payback``: ``cold``, plus any dead result before the break on the same rule.
@@ -68,5 +68,5 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (Cold(), Death(), Payback(), O
 
 
 def policy_named(name: str) -> Policy:
-    """The policy called ``name``; an unknown name is ``cold`` (the default)."""
+    """The policy called ``name``; an unknown name is ``cold`` (the one that never cuts on a warm cache)."""
     return POLICIES.get(str(name), POLICIES["cold"])

@@ -39,13 +39,18 @@ PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=not IN_CI,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def pinned_cut(ex) -> bool:
+    """Did this request make new cuts with a pinned read boundary?"""
+    d = ex.decision
+    return d is not None and "cut" in d.changes and d.figures.get("boundary") == "pinned"
+
+
 def dearer_problems(run) -> list[str]:
     problems = []
     if run.proxied.cost > run.direct.cost + 1e-9:
         problems.append(f"proxied {run.proxied.cost:.6f} > direct {run.direct.cost:.6f}")
     for i, (ex, d, p) in enumerate(zip(run.exchanges, run.direct.bills, run.proxied.bills)):
-        figures = ex.decision.figures if ex.decision else {}
-        if figures.get("boundary") == "pinned" and ex.decision.action == "cut":
+        if pinned_cut(ex):
             continue  # a warm cut re-writes its tail on purpose; its read is checked below
         if p.read_at < d.read_at:
             problems.append(f"request {i}: proxied read up to block {p.read_at}, direct {d.read_at}")
@@ -56,10 +61,9 @@ def pin_problems_seen(run) -> list[str]:
     """A pinned warm cut read at least up to its pinned block (the read was certain)."""
     problems = []
     for i, (ex, body, bill) in enumerate(zip(run.exchanges, run.sent, run.proxied.bills)):
-        f = ex.decision.figures if ex.decision else {}
-        if ex.decision is None or ex.decision.action != "cut" or f.get("boundary") != "pinned":
+        if not pinned_cut(ex):
             continue
-        pin = f["pin_unit"]
+        pin = ex.decision.figures["pin_unit"]
         content = body["messages"][pin]["content"]
         if "cache_control" not in content[-1]:
             problems.append(f"request {i}: pinned at message {pin} but no marker there")
@@ -74,9 +78,8 @@ def unpinned(run):
     """(the run with every pin marker taken off its bodies, the pin's own problems)."""
     bodies, problems = [], []
     for i, (ex, body) in enumerate(zip(run.exchanges, run.sent)):
-        f = ex.decision.figures if ex.decision else {}
-        if ex.decision is not None and ex.decision.action == "cut" and f.get("boundary") == "pinned":
-            pin = f["pin_unit"]
+        if pinned_cut(ex):
+            pin = ex.decision.figures["pin_unit"]
             doc = dict(body)
             doc["messages"] = list(body["messages"])
             msg = dict(doc["messages"][pin])
@@ -123,7 +126,5 @@ def test_the_warm_policies_really_pin_on_generated_sessions():
                 run = run_session(session, {"policy": policy, "tier": 2}, Path(tmp))
                 assert dearer_problems(run) == [] and pin_problems_seen(run) == []
                 assert all_validity_problems(session, run, Path(tmp) / "spill") == []
-            pinned += sum(1 for ex in run.exchanges
-                          if ex.decision and ex.decision.action == "cut"
-                          and ex.decision.figures.get("boundary") == "pinned")
+            pinned += sum(1 for ex in run.exchanges if pinned_cut(ex))
     assert pinned > 0
