@@ -18,11 +18,11 @@ from scalpel_desktop.bench.report import build_json, render_html, render_tables
 
 def result() -> ReplayResult:
     a = SessionResult("aaaa1111/main", "/t/a.jsonl", "main", "claude-sonnet-4-5", 10, real_cost=1.00,
-                      costs={"off": 1.01, "cold": 0.81, "cold:proven": 0.91, "ceiling": 0.61},
-                      ratio=Ratio(0.3, 5.0, 9, "fit", 2.0), cuts={"cold": 3, "cold:proven": 2})
+                      costs={"off": 1.01, "cold": 0.81, "cold:hinted": 0.91, "ceiling": 0.61},
+                      ratio=Ratio(0.3, 5.0, 9, "fit", 2.0), cuts={"cold": 3, "cold:hinted": 2})
     b = SessionResult("bbbb2222/<agent&1>", "/t/b.jsonl", "subagent", "claude-haiku-4-5", 4, real_cost=3.00,
-                      costs={"off": 3.30, "cold": 3.33, "cold:proven": 3.30, "ceiling": 3.00},
-                      ratio=Ratio(0.3, 5.0, 3, "pooled", 6.0), cuts={"cold": 1, "cold:proven": 0},
+                      costs={"off": 3.30, "cold": 3.33, "cold:hinted": 3.30, "ceiling": 3.00},
+                      ratio=Ratio(0.3, 5.0, 3, "pooled", 6.0), cuts={"cold": 1, "cold:hinted": 0},
                       errors={"naive": "KeyError: 'x'"})
     return ReplayResult([a, b], {"too_short": 2, "unreadable": 1}, files=4, lines=100, bad_lines=5,
                         policies=["off", "cold"], tier=2)
@@ -36,8 +36,11 @@ def test_policy_figures_are_priced_on_the_real_bill():
     # a: 1.00 + 0.81 - 1.01 = 0.80; b: 3.00 + 3.33 - 3.30 = 3.03 (dearer than its real bill)
     assert (cold["cost_usd"], cold["saving_usd"], cold["saving_pct"]) == (3.83, 0.17, 4.25)
     assert (cold["sessions_worse"], cold["worst_session_pct"], cold["best_session_pct"]) == (1, -1.0, 20.0)
-    assert (cold["proven_saving_usd"], cold["proven_saving_pct"]) == (0.1, 2.5)  # 0.90 + 3.00
-    assert (cold["cuts"], cold["proven_cuts"]) == (4, 2)
+    # the headline is the provable arm ("cold"); the arm told the usage-inferred breaks is apart
+    assert (cold["proven_saving_usd"], cold["proven_saving_pct"]) == (0.17, 4.25)
+    assert (cold["hinted_saving_usd"], cold["hinted_saving_pct"]) == (0.1, 2.5)  # 0.90 + 3.00
+    assert cold["hinted_sessions_worse"] == 0
+    assert (cold["cuts"], cold["hinted_cuts"]) == (4, 2)
     assert doc["ceiling"] == {"cost_usd": 3.3, "saving_usd": 0.7, "saving_pct": 17.5}  # 0.60 + 2.70
     assert cold["ceiling_share_pct"] == 24.29  # 0.17 of 0.70
 
@@ -60,7 +63,7 @@ def test_the_check_skips_ratios_and_errors_are_reported():
 def test_sessions_rows_and_a_stable_document():
     doc = build_json(result(), "/corpus", "2026-01-01", sessions=True)
     a, b = doc["sessions"]
-    assert a["costs_usd"] == {"ceiling": 0.6, "cold": 0.8, "cold:proven": 0.9, "off": 1.0}  # on the real bill
+    assert a["costs_usd"] == {"ceiling": 0.6, "cold": 0.8, "cold:hinted": 0.9, "off": 1.0}  # on the real bill
     assert (b["check_error_pct"], b["ratio_method"], b["kind"]) == (10.0, "pooled", "subagent")
     assert json.dumps(doc) == json.dumps(build_json(result(), "/corpus", "2026-01-01", sessions=True))
 

@@ -29,7 +29,7 @@ def test_show_text_is_one_aligned_line_per_setting_with_its_help(capsys):
     lines = out.splitlines()
     assert code == 0 and len(lines) == len(KEYS)
     width = max(len(k) for k in KEYS)
-    assert f"{'policy':<{width}}  \"cold\"    # {KEYS['policy'].help}" in lines
+    assert f"{'policy':<{width}}  \"{KEYS['policy'].default}\"    # {KEYS['policy'].help}" in lines
     assert f"{'exclude_dirs':<{width}}  []    # {KEYS['exclude_dirs'].help}" in lines
 
 
