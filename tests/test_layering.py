@@ -71,6 +71,25 @@ def test_ledger_sql_lives_in_store(house):
     assert not found, _report(f"SQL over {', '.join(ig.SQL_TABLES)} outside {', '.join(ig.SQL_HOME)}/", found)
 
 
+MODULE_MAX_LINES = 400  # house rule: small modules with one job each
+
+
+def modules_over(root: Path, limit: int = MODULE_MAX_LINES) -> list[str]:
+    """Every .py file under ``root`` longer than ``limit`` lines, with its length."""
+    return sorted(f"{p.relative_to(root)}: {n} lines" for p in root.rglob("*.py")
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > limit)
+
+
+def test_no_module_is_over_400_lines():
+    assert modules_over(REPO / "scalpel_desktop") == []
+
+
+def test_a_planted_long_module_is_reported(tmp_path):
+    (tmp_path / "short.py").write_text("x = 1\n" * MODULE_MAX_LINES)
+    (tmp_path / "long.py").write_text("x = 1\n" * (MODULE_MAX_LINES + 1))
+    assert modules_over(tmp_path) == [f"long.py: {MODULE_MAX_LINES + 1} lines"]
+
+
 def test_the_reader_sees_the_whole_house(house):
     """Guards the checks above against reading nothing: the package's own known edges are found."""
     edges = house.edges()

@@ -15,26 +15,14 @@ For each API request with a conversation view:
    request checks); on any doubt the original bytes go out.
 
 ``on_response`` tells the economist when the response ended (the TTL runs from
-there) and prices the realized saving from the usage counts (SPEC 7): the
-bytes the stubs removed times the conversation's measured tokens per byte
-(``ex.token_ratio``), each token at the rate its position was billed at in
-this request - cache read, cache write, or plain input after the last cached
-point (``surgery/realized.py``).
+there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
-Speed: per conversation the stage keeps the previous request (raw bytes, where
-each message sits, hashes, the body sent with its stubs: ``surgery/memo.py``).
-When the new request's bytes match it up to the previous last message, the
-new messages alone are located and hashed; and when the economist's break
-leaves nothing that could be cut (cold: every result at or after the break is
-among the ``keep_recent`` protected ones), the body to send is the previous
-sent body's prefix plus the new bytes - no view, no analysis, no re-serialize.
-Everything the bench needs is injectable: config, spill, cut log, economist,
-prices; times come from ``ApiRequest.received_at`` and
-``ResponseResult.finished_at``. A replay that knows where the client rewrote
-its history (a transcript's real usage shows the cache read stopping early)
-but cannot show it in the bodies sets ``ex.client_rewrite_at`` to that
-message index before ``on_request``: the economist then treats the request
-as the live proxy would have seen it.
+Speed (docs/proxy.md): per conversation the previous request is kept
+(``surgery/memo.py``); when the new bytes extend it and the break leaves nothing
+cuttable, the body sent is the previous sent body's prefix plus the new bytes.
+Config, spill, cut log, economist and prices are injectable (the bench); a
+replay that knows where the client rewrote its history sets
+``ex.client_rewrite_at`` before ``on_request``.
 
 Both paths end in the same decision builder (``_decide``) over the
 economist's plan, and compute the natural break once per request (handed to
