@@ -41,6 +41,11 @@ def resolve(target: str | None, root: Path | None = None) -> Path:
     hits = [f for f in find_sessions(root) if f.stem.startswith(target)]
     if not hits:
         raise ProfileError(f"no session file or id matching {target!r}")
+    stems = sorted({f.stem for f in hits if not f.stem.startswith("agent-")} or {f.stem for f in hits})
+    if target not in stems and len(stems) > 1:
+        raise ProfileError(f"session prefix {target!r} is ambiguous ({', '.join(stems[:2])}, ...): "
+                           "give more characters")
+    hits = [f for f in hits if f.stem == (target if target in stems else stems[0])] or hits
     return sorted(hits, key=lambda f: (len(f.parts), str(f)))[0]
 
 

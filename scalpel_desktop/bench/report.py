@@ -88,45 +88,62 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
 
 
 def render_tables(doc: dict[str, Any], console, sessions: list | None = None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    """The bench's tables on ``console``: they fit its width on a terminal (lower-priority columns
+    drop first, figures are never cut) and are full width when piped (``textable``)."""
+    from scalpel_desktop.textable import RULE, Col, render
+
+    width = console.width if console.is_terminal else None
+
+    def out(text: str = "") -> None:
+        if width is None or len(text) <= width:
+            console.out(text, highlight=False)
+            return
+        import textwrap
+
+        for line in textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=True,
+                                  subsequent_indent="  "):
+            console.out(line, highlight=False)
+
+    def table(cols, rows) -> None:
+        for line in render(cols, rows, width):
+            out(line)
 
     ch = doc["check"]
-    console.print(f"[bold]scalpel bench[/] {escape(doc['corpus'])}  tier {doc['tier']}  prices as of {doc['prices_as_of']}")
-    console.print(f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests replayed; "
-                  f"real bill ${doc['real_cost_usd']:.2f} (the baseline)")
-    t = Table(title="Policies (cost = real bill + simulated change; % of the real bill)")
-    for col in ("policy", "cost $", "saving $", "saving %", "hinted %", "worse", "worst %", "best %", "cuts"):
-        t.add_column(col, justify="right" if col != "policy" else "left", no_wrap=col == "policy")
-    for p in doc["policies"]:
-        t.add_row(p["name"], f"{p['cost_usd']:.3f}", f"{p['saving_usd']:.3f}", f"{p['saving_pct']:.2f}",
-                  f"{p['hinted_saving_pct']:.2f}", str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}",
-                  f"{p['best_session_pct']:.1f}", str(p["cuts"]))
+    out(f"scalpel bench {doc['corpus']}  tier {doc['tier']}  prices as of {doc['prices_as_of']}")
+    out(f"{doc['sessions_replayed']} sequences, {doc['requests_replayed']} requests replayed; "
+        f"real bill ${doc['real_cost_usd']:.2f} (the baseline)")
+    out()
+    out("Policies (cost = real bill + simulated change; % of the real bill)")
+    cols = [Col("policy"), Col("cost $", True), Col("saving $", True), Col("saving %", True), Col("hinted %", True),
+            Col("worse", True, 1), Col("worst %", True, 2), Col("best %", True, 2), Col("cuts", True, 1)]
+    rows: list = [[p["name"], f"{p['cost_usd']:.3f}", f"{p['saving_usd']:.3f}", f"{p['saving_pct']:.2f}",
+                   f"{p['hinted_saving_pct']:.2f}", str(p["sessions_worse"]), f"{p['worst_session_pct']:.1f}",
+                   f"{p['best_session_pct']:.1f}", str(p["cuts"])] for p in doc["policies"]]
     c = doc["ceiling"]
-    t.add_row("[italic]ceiling[/]", f"{c['cost_usd']:.3f}", f"{c['saving_usd']:.3f}", f"{c['saving_pct']:.2f}",
-              "-", "-", "-", "-", "-")
-    console.print(t)
+    rows += [RULE, ["ceiling", f"{c['cost_usd']:.3f}", f"{c['saving_usd']:.3f}", f"{c['saving_pct']:.2f}",
+                    "-", "-", "-", "-", "-"]]
+    table(cols, rows)
     mark = "within" if ch["within_target"] else "OUTSIDE"
-    console.print(f"Check: the simulator's unmodified arm ${ch['simulated_cost_usd']:.2f} vs the real bill "
-                  f"${ch['real_cost_usd']:.2f} ({ch['error_pct']:+.2f}%, {mark} the {ch['target_pct']:.0f}% target; "
-                  f"median session {ch['abs_error_pct_by_session_median']:.2f}%).")
+    out(f"Check: the simulator's unmodified arm ${ch['simulated_cost_usd']:.2f} vs the real bill "
+        f"${ch['real_cost_usd']:.2f} ({ch['error_pct']:+.2f}%, {mark} the {ch['target_pct']:.0f}% target; "
+        f"median session {ch['abs_error_pct_by_session_median']:.2f}%).")
     for row in ch["off_target_sessions"]:
-        console.print(f"  {escape(row['session'])}: {row['error_pct']:+.1f}%")
-    console.print("saving: with the breaks the live proxy sees (compaction, model switches, TTL expiry); "
-                  "hinted: also told where the usage shows a read stopping short for no visible reason.")
+        out(f"  {row['session']}: {row['error_pct']:+.1f}%")
+    out("saving: with the breaks the live proxy sees (compaction, model switches, TTL expiry); "
+        "hinted: also told where the usage shows a read stopping short for no visible reason.")
     sk = doc["skipped"]
-    console.print("Skipped: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sk.items()))
-    console.print(f"[dim]{doc['prefix']}[/]")
+    out("Skipped: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sk.items()))
+    out(doc["prefix"])
     if sessions:
-        st = Table(title="Sessions (cost $ on the real bill)")
+        out()
+        out("Sessions (cost $ on the real bill)")
         names = [p["name"] for p in doc["policies"] if p["name"] != "off"] + ["ceiling"]
-        for col in ["session", "kind", "reqs", "real $", "check %"] + [f"{n} $" for n in names]:
-            st.add_column(col, justify="left" if col in ("session", "kind") else "right")
-        for x in sessions:
-            st.add_row(escape(x["session"]), x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
+        scols = [Col("session"), Col("kind", drop=9), Col("reqs", True, 8), Col("real $", True),
+                 Col("check %", True, 7)]
+        scols += [Col(f"{n} $", True, 1 + k) for k, n in enumerate(names)]
+        table(scols, [[x["session"], x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
                        f"{x['check_error_pct']:+.2f}",
-                       *[f"{x['costs_usd'].get(n, x['real_cost_usd']):.3f}" for n in names])
-        console.print(st)
+                       *[f"{x['costs_usd'].get(n, x['real_cost_usd']):.3f}" for n in names]] for x in sessions])
 
 
 def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str = "cold") -> str:

@@ -14,53 +14,68 @@ def register(sub: argparse._SubParsersAction) -> None:
         "log",
         help="Show the surgery log: what was cut, when, why, how much, the spill file.",
         description="Show the surgery log, most recent first: every tool result scalpel replaced with a stub, "
-                    "the reason, its estimated size and the spill file holding the original "
-                    "(print it with `scalpel spill show HASH`).",
+                    "the tool and the file it worked on, the reason, its estimated size and the hash of the spill "
+                    "file holding the original (a unique prefix: print it with `scalpel spill show HASH`).",
     )
-    p.add_argument("session", nargs="?", metavar="SESSION", help="Only this session id (or a unique prefix).")
+    p.add_argument("session", nargs="?", metavar="SESSION",
+                   help="Only this session id (or a unique prefix); an unknown one is an error.")
     p.add_argument("--limit", type=int, default=50, metavar="N", help="At most N cuts (default 50).")
     p.add_argument("--json", action="store_true", help="Machine-readable output.")
     p.set_defaults(func=_log)
 
 
 def _records(session: str | None, limit: int):
+    """(session id the prefix named or None, its cuts, every session id in the ledger)."""
     import sqlite3
 
     from scalpel_desktop.paths import dirs
-    from scalpel_desktop.store.ledger_queries import cut_decisions, cut_entries, cut_sessions, open_readonly
+    from scalpel_desktop.store.ledger_queries import cut_decisions, cut_entries, match_sessions, open_readonly
 
     try:
         conn = open_readonly()
     except sqlite3.Error as e:
         raise CliError(f"cannot open {dirs().database}: {e}") from None
     if conn is None:
-        return [], {}
+        if session is not None:
+            raise CliError(_unknown(session))
+        return None, [], [], {}
     try:
         if session is None:
             recs = cut_entries(conn, limit=limit)
-        else:
-            recs = cut_entries(conn, session=session, limit=limit)
-            if not recs:
-                like = cut_sessions(conn, session, limit=3)
-                if len(like) > 1:
-                    raise CliError(f"session prefix {session!r} is ambiguous")
-                recs = cut_entries(conn, session=like[0], limit=limit) if like else []
-        return recs, cut_decisions(conn, recs)
+            return None, recs, match_sessions(conn, "", limit=100_000), cut_decisions(conn, recs)
+        like = match_sessions(conn, session, limit=3)
+        if session in like:
+            like = [session]
+        if not like:
+            raise CliError(_unknown(session))
+        if len(like) > 1:
+            raise CliError(f"session prefix {session!r} is ambiguous: {', '.join(like[:2])}, ...; "
+                           "give more characters")
+        recs = cut_entries(conn, session=like[0], limit=limit)
+        return like[0], recs, like, cut_decisions(conn, recs)
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
-            return [], {}
+            if session is not None:
+                raise CliError(_unknown(session)) from None
+            return None, [], [], {}
         raise CliError(f"cannot read the surgery log: {e}") from None
     finally:
         conn.close()
 
 
+def _unknown(session: str) -> str:
+    return (f"no session {session!r} in the ledger (neither a full id nor the prefix of one); "
+            "list sessions with `scalpel report --by session` or `scalpel log` (every session's cuts)")
+
+
 def _log(args: argparse.Namespace) -> int:
     from scalpel_desktop.paths import home_relative
     from scalpel_desktop.store.spill import SpillStore
+    from scalpel_desktop.textable import Col, print_table, say, unique_prefixes
 
     if args.limit < 1:
         raise CliError("--limit must be at least 1")
-    recs, decisions = _records(args.session, args.limit)
+    session, recs, sessions, decisions = _records(args.session, args.limit)
     spill = SpillStore()
     rows = []
     for r in recs:
@@ -72,6 +87,8 @@ def _log(args: argparse.Namespace) -> int:
             "session": r.session,
             "agent": r.agent,
             "tool_use_id": r.tool_use_id,
+            "tool": r.tool,
+            "file": r.target,
             "kind": r.kind,
             "tokens": r.tokens,
             "original_sha256": r.original_sha256,
@@ -82,23 +99,36 @@ def _log(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print("No cuts recorded" + (f" for session {args.session}." if args.session else " yet."))
+        print(f"No cuts recorded for session {session}." if session else "No cuts recorded yet.")
         return 0
-    print(f"{'WHEN':<19}  {'SESSION':<8}  {'KIND':<15}  {'TOKENS':>8}  SPILL")
+    hashes = unique_prefixes([r["original_sha256"] for r in rows],
+                             [e.sha for e in spill.ls()] + [r["original_sha256"] for r in rows], min_len=10)
+    ids = unique_prefixes([r["session"] for r in rows if r["session"]], sessions, min_len=8)
+    if session:
+        print(f"session {session}")
+    cols = [Col("when"), Col("session", drop=1), Col("tool"), Col("why", drop=2), Col("tokens", right=True),
+            Col("spill hash"), Col("file", wrap=True)]
+    table = []
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created_at"]))
-        spill_note = r["spill_path"] if r["spill_exists"] else r["spill_path"] + " (removed)"
-        print(f"{when:<19}  {(r['session'] or '-')[:8]:<8}  {r['kind']:<15}  {r['tokens']:>8,}  {spill_note}")
+        when = time.strftime("%m-%d %H:%M", time.localtime(r["created_at"]))
+        table.append([when, ids.get(r["session"], "-"), r["tool"] or "?", r["kind"], f"{r['tokens']:,}",
+                      hashes[r["original_sha256"]] + ("" if r["spill_exists"] else " (gone)"), r["file"] or "-"])
+    if session:
+        cols.pop(1)
+        for t in table:
+            t.pop(1)
+    print_table(cols, table)
     total = sum(r["tokens"] for r in rows)
-    print(f"{len(rows)} cuts, ~{total:,} tokens removed. Read an original with: scalpel spill show HASH")
+    say(f"{len(rows)} cuts, ~{total:,} tokens removed. Read an original with: scalpel spill show HASH "
+        f"(spill files in {home_relative(spill.dir)})")
     shown = set()
     for r in rows:  # each decision once: why, where the read stops, what it expects to repay
         key = (r["session"], r["reason"])
         if r["reason"] and key not in shown:
             shown.add(key)
             pay = f", repays {r['payback_x']}x over {r['turns_est']} turns" if r["payback_x"] is not None else ""
-            print(f"  {(r['session'] or '-')[:8]}: {r['boundary']} boundary (read stops at message "
-                  f"{r['read_stops_at']}){pay} - {r['reason']}")
+            say(f"  {ids.get(r['session'], '-')}: {r['boundary']} boundary (read stops at message "
+                f"{r['read_stops_at']}){pay} - {r['reason']}")
     return 0
 
 

@@ -35,11 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(prof.as_dict(), indent=2))
         return 0
-    print(f"session {prof.session}  {prof.model}  {prof.requests} requests  ({home_relative(prof.path)})")
+    from scalpel_desktop.textable import say
+
+    say(f"session {prof.session}  {prof.model}  {prof.requests} requests  ({home_relative(prof.path)})")
     ctx = prof.context
     if ctx:
         marks = " ".join(f"{c // 1000}k" for c in ctx[:: max(1, len(ctx) // 12)])
-        print(f"context (real prompt tokens): {marks}  (last {ctx[-1]:,}, peak {max(ctx):,})")
+        say(f"context (real prompt tokens): {marks}  (last {ctx[-1]:,}, peak {max(ctx):,})")
     total = sum(prof.by_kind.values()) or 1
     print("\ntokens by kind in the last request (estimated):")
     for k, v in prof.by_kind.items():
@@ -49,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {k:<36} {v:>9,}")
     print("\nlargest tool results:")
     for r in prof.largest:
-        print(f"  {r['tool']:<16} {r['tokens']:>8,}  {r['tool_use_id']}")
-    print(f"\ndead weight (tier {args.tier}) and what carrying it cost at the cache-read price:")
+        print(f"  {r['tool']:<16} {r['tokens']:>8,}  {r['tool_use_id']}")  # ids whole, never cut
+    print()
+    say(f"dead weight (tier {args.tier}) and what carrying it cost at the cache-read price:")
     if not prof.dead:
         print("  none found")
     for kind, d in prof.dead.items():

@@ -84,91 +84,72 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts is not None else "-"
 
 
-def _tok(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1e6:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1e3:.0f}k"
-    return f"{n:,}"
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.2f}" if abs(x) >= 1 else f"${x:.4f}"
-
-
-def _saved(d: dict[str, Any]) -> str:
-    return "-" if not d["tokens"] and not d["usd"] else f"{_tok(d['tokens'])} / {_usd(d['usd'])}"
-
-
-def _realized(d: dict[str, Any]) -> str:
-    """Realized tokens / dollars with the error bound their ratios carry (``±?`` when some have none)."""
-    if not d["tokens"] and not d["usd"]:
-        return "-"
-    bound = "±?" if d.get("unbounded_usd") else f"±{_usd(d.get('error_usd', 0.0))}"
-    return f"{_saved(d)} {bound}"
-
-
 def _share(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.1f}%"
 
 
-def _print_rich(rep: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _bound(d: dict[str, Any]) -> str:
+    """The error bound of realized dollars (``?`` when some have none)."""
+    from scalpel_desktop.textable import usd
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 150))  # piped: do not squeeze the table to 80 columns
+    if not d["tokens"] and not d["usd"]:
+        return "-"
+    return "?" if d.get("unbounded_usd") else usd(d.get("error_usd", 0.0))
+
+
+def _print_rich(rep: dict[str, Any]) -> None:
+    """The report as a plain table that fits the terminal (lower-priority columns drop first;
+    ids and figures are never cut) and is full width when piped (``scalpel_desktop/textable.py``)."""
+    from scalpel_desktop.textable import RULE, Col, print_table, say, usd
+    from scalpel_desktop.textable import tokens_short as tok
+
     total = rep["total"]
     title = f"scalpel report: {total['requests']:,} requests"
     if rep["since"] is not None:
         title += f" since {_when(rep['since'])}"
-    table = Table(title=title, title_justify="left")
+    print(title)
     first = {"day": "day", "session": "session", "model": "model", None: ""}[rep["by"]]
-    table.add_column(first or " ")
-    for name in ("requests", "input", "write 5m", "write 1h", "cache read", "output", "cost", "cache share",
-                 "realized saved", "projected"):
-        table.add_column(name, justify="right")
+    cols = [Col(first or " "), Col("reqs", True), Col("input", True, 4), Col("wr 5m", True, 4),
+            Col("wr 1h", True, 6), Col("c.read", True, 3), Col("output", True, 3), Col("cost", True),
+            Col("cache%", True, 2), Col("saved", True, 1), Col("saved $", True), Col("±$", True, 2),
+            Col("proj.", True, 5), Col("proj. $", True, 5)]
 
-    def add(label: str, g: dict[str, Any], style: str | None = None) -> None:
-        t = g["tokens"]
-        table.add_row(
-            label, f"{g['requests']:,}", _tok(t["input"]), _tok(t["write_5m"]), _tok(t["write_1h"]),
-            _tok(t["cache_read"]), _tok(t["output"]), _usd(g["cost_usd"]), _share(g["cache_share"]),
-            _realized(g["realized"]),
-            _saved(g["projected"]),
-            style=style,
-        )
+    def row(label: str, g: dict[str, Any]) -> list[str]:
+        t, r, p = g["tokens"], g["realized"], g["projected"]
+        return [label, f"{g['requests']:,}", tok(t["input"]), tok(t["write_5m"]), tok(t["write_1h"]),
+                tok(t["cache_read"]), tok(t["output"]), usd(g["cost_usd"]), _share(g["cache_share"]),
+                tok(r["tokens"]) if r["tokens"] else "-", usd(r["usd"]) if r["tokens"] or r["usd"] else "-",
+                _bound(r), tok(p["tokens"]) if p["tokens"] else "-",
+                usd(p["usd"]) if p["tokens"] or p["usd"] else "-"]
 
-    for g in rep["groups"]:
-        key = str(g["key"])
-        add(key if len(key) <= 40 else key[:37] + "...", g)
-    if rep["groups"]:
-        table.add_section()
-    add("total", total, style="bold")
-    console.print(table)
+    rows: list = [row(str(g["key"]), g) for g in rep["groups"]]
+    if rows:
+        rows.append(RULE)
+    rows.append(row("total", total))
+    print_table(cols, rows)
     decisions = ", ".join(f"{k} {v:,}" for k, v in total["decisions"].items())
-    console.print(f"decisions: {decisions}" + (f"; errors: {total['errors']:,}" if total["errors"] else ""))
+    say(f"decisions: {decisions}" + (f"; errors: {total['errors']:,}" if total["errors"] else ""))
     line = f"requests with usage counts: {total['with_usage']:,} of {total['requests']:,}"
     if total["body_bytes"]:
         line += f"; request bytes received {total['body_bytes']:,}, sent upstream {total['sent_bytes']:,}"
-    console.print(line)
-    console.print(f"prices as of {rep['prices']['as_of']} ({rep['prices']['source']})")
+    say(line)
+    say(f"prices as of {rep['prices']['as_of']} ({rep['prices']['source']})")
     for w in rep["prices"]["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}")
+        say(f"warning: {w}")
     for model, label in rep["assumed_prices"].items():
-        console.print(f"[yellow]assumed:[/] {model or '(no model)'} priced as {label}")
+        say(f"assumed: {model or '(no model)'} priced as {label}")
     real = total["realized"]
     if real["tokens"] or real["usd"]:
         sources = ", ".join(f"{_SOURCES.get(k, k)} {v:,}" for k, v in real["sources"].items())
-        console.print(f"realized: tier from each request's usage counts; tokens = bytes removed x the conversation's "
-                      f"tokens per byte measured from its usage ({sources} requests); error bound "
-                      f"±{_usd(real['error_usd'])}" + (f", plus {_usd(real['unbounded_usd'])} with no bound "
-                                                        "(own request's ratio)" if real["unbounded_usd"] else ""))
-    console.print(f"changed {total['projected']['changed_requests']:,} of {total['requests']:,} requests "
-                  "(sent bytes differ from received; see decisions)")
-    console.print("realized = measured on requests that were changed; projected (a projection, not measured) = "
-                  f"estimated tokens removed, {rep['projected_weight']}")
+        say(f"realized: tier from each request's usage counts; tokens = bytes removed x the conversation's "
+            f"tokens per byte measured from its usage ({sources} requests); error bound "
+            f"±{usd(real['error_usd'])}" + (f", plus {usd(real['unbounded_usd'])} with no bound "
+                                             "(own request's ratio)" if real["unbounded_usd"] else ""))
+    say(f"changed {total['projected']['changed_requests']:,} of {total['requests']:,} requests "
+        "(sent bytes differ from received; see decisions)")
+    say("tokens: k = thousand, M = million; wr = cache write (5 min, 1 h); c.read = cache read; "
+        "saved = realized (measured on requests that were changed), ±$ its error bound (? = none); "
+        f"proj. = projected (a projection, not measured), estimated tokens removed, {rep['projected_weight']}")
 
 
 _SOURCES = {"fit": "fitted on its own", "pooled": "pooled from other conversations", "own_request": "own request",

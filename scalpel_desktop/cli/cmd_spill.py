@@ -65,10 +65,13 @@ def _ls(args: argparse.Namespace) -> int:
     if not entries:
         print(f"No spill files in {home_relative(store.dir)}.")
         return 0
-    print(f"{'HASH':<16}  {'SIZE':>10}  {'AGE':>5}  PATH")
-    for e in entries:
-        print(f"{e.sha[:16]:<16}  {e.size:>10,}  {_age(e.mtime):>5}  {home_relative(e.path)}")
-    print(f"{len(entries)} files, {_mb(sum(e.size for e in entries))} in {home_relative(store.dir)}")
+    from scalpel_desktop.textable import Col, print_table, say, unique_prefixes
+
+    short = unique_prefixes([e.sha for e in entries], [e.sha for e in entries], min_len=10)
+    print_table([Col("hash"), Col("bytes", right=True), Col("age", right=True), Col("path", drop=1, wrap=True)],
+                [[short[e.sha], f"{e.size:,}", _age(e.mtime), home_relative(e.path)] for e in entries])
+    say(f"{len(entries)} files, {_mb(sum(e.size for e in entries))} in {home_relative(store.dir)}; "
+        "print one with: scalpel spill show HASH (a unique prefix works)")
     return 0
 
 

@@ -93,6 +93,8 @@ def _ls(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     print(f"tool filter: {'on' if data['tool_filter'] else 'off'} (for new sessions)")
+    from scalpel_desktop.textable import say
+
     if data["removals"]:
         print("removal list: " + ", ".join(
             r["name"] + (" (forced)" if r["forced"] else "") for r in data["removals"]))
@@ -101,22 +103,27 @@ def _ls(args: argparse.Namespace) -> int:
     print(f"sessions with a captured inventory: {data['sessions']}")
     rows = data["tools"]
     if rows:
-        w = max(12, max(len(r["name"]) for r in rows))
-        print(f"\n{'NAME':<{w}}  {'KIND':<8} {'TOKENS':>7} {'SESS':>5} {'CALLS':>6}  {'LAST SEEN':<16}  STATUS")
-        for r in rows:
-            print(f"{r['name']:<{w}}  {r['kind']:<8} {r['tokens']:>7} {r['sessions']:>5} {r['calls']:>6}  "
-                  f"{_when(r['last_seen']):<16}  {r['status']}")
+        from scalpel_desktop.textable import Col, print_table
+
+        print()
+        print_table([Col("name"), Col("kind", drop=2), Col("tokens", right=True), Col("sess", right=True, drop=1),
+                     Col("calls", right=True), Col("last seen", drop=3), Col("status", wrap=True)],
+                    [[r["name"], r["kind"], f"{r['tokens']:,}", f"{r['sessions']:,}", f"{r['calls']:,}",
+                      _when(r["last_seen"]), r["status"] or ""] for r in rows])
     else:
         print("no declarations captured yet (run sessions through the proxy)")
     real = data["realized"]
     usd = "unknown" if real["usd"] is None else f"${real['usd']:.4f}"
-    print(f"\nrealized by the filter: {real['tokens']} tokens not sent in {real['requests']} request(s), {usd} "
-          "(measured on requests the filter changed, priced at the tier each was billed at)")
+    print()
+    say(f"realized by the filter: {real['tokens']:,} tokens not sent in {real['requests']:,} request(s), {usd} "
+        "(measured on requests the filter changed, priced at the tier each was billed at)")
     return 0
 
 
 def _suggest(args: argparse.Namespace) -> int:
     from scalpel_desktop.tools.suggest import build_report
+
+    from scalpel_desktop.textable import say
 
     report = build_report(_store())
     if args.json:
@@ -124,24 +131,26 @@ def _suggest(args: argparse.Namespace) -> int:
         return 0
     cov = report["coverage"]
     th = report["thresholds"]
-    print(f"coverage: {cov['sessions']} session(s) with a captured inventory over {cov['days']} day(s) "
-          f"(a suggestion needs >= {th['min_sessions']} sessions spanning >= {th['min_days']:g} days, no call)")
+    say(f"coverage: {cov['sessions']} session(s) with a captured inventory over {cov['days']} day(s) "
+        f"(a suggestion needs >= {th['min_sessions']} sessions spanning >= {th['min_days']:g} days, no call)")
     if not report["suggestions"]:
-        print("no suggestions yet")
+        say("no suggestions yet")
     for s in report["suggestions"]:
         p = s["projected"]
         usd = "" if p["usd_per_session"] is None else f", ~${p['usd_per_session']:.4f}/session ({p['priced_as']})"
-        print(f"\n  {s['name']}  ({s['kind']}, ~{s['tokens']} tokens per request)")
-        print(f"    {s['basis']}")
-        print(f"    projected saving: ~{p['tokens_per_session']} tokens per session "
-              f"(~{p['mean_requests_per_session']} requests each){usd}  [projected]")
-        print(f"    {s['command']}")
+        print()
+        say(f"{s['name']}  ({s['kind']}, ~{s['tokens']:,} tokens per request)", indent=2)
+        say(s["basis"], indent=4)
+        say(f"projected saving: ~{p['tokens_per_session']:,} tokens per session "
+            f"(~{p['mean_requests_per_session']} requests each){usd}  [projected]", indent=4)
+        say(s["command"], indent=4)
     w = report["withheld"]
-    print(f"\nwithheld for lack of evidence: {w['count']} never-called declaration(s)")
+    print()
+    say(f"withheld for lack of evidence: {w['count']} never-called declaration(s)")
     for item in w["items"][:20]:
-        print(f"  {item['name']}: {item['reason']}")
+        say(f"{item['name']}: {item['reason']}", indent=2)
     if w["count"] > 20:
-        print(f"  ... and {w['count'] - 20} more (--json lists all)")
+        say(f"  ... and {w['count'] - 20} more (--json lists all)")
     return 0
 
 

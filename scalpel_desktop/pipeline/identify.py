@@ -1,7 +1,9 @@
-"""The observing stage: conversation key, model, size estimate. Changes nothing."""
+"""The observing stage: conversation key, model, size estimate, project and context regions.
+Changes nothing."""
 
 from __future__ import annotations
 
+from scalpel_desktop.accounting.context_regions import measure, working_directory
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.identity import conversation_key
@@ -19,6 +21,9 @@ class Identify:
             ex.model = model if isinstance(model, str) else ""
         # Size estimate from the raw bytes (cheap, no re-serialization).
         ex.tokens_before = estimate_tokens_bytes(len(ex.request.body))
+        # What the dashboard names the session by, and the prompt's split by region (sizes only).
+        ex.notes["project"] = working_directory(doc)
+        ex.notes["regions"] = measure(ex.request.endpoint, doc, len(ex.request.body))
 
     def on_response(self, ex: Exchange) -> None:
         if ex.tokens_after is None:

@@ -69,6 +69,10 @@ def tables(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
 def has_requests(conn: sqlite3.Connection) -> bool:
     """Whether the ledger has its ``requests`` table (a new file may not, yet)."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='requests'").fetchone() is not None
@@ -269,16 +273,16 @@ def decision_counts(conn: sqlite3.Connection, until: float) -> dict[str, int]:
 
 
 class CutEntry:
-    """One row of the surgery log, with the name of the tool whose result was cut
-    ("" when the tool inventory did not record the call)."""
+    """One row of the surgery log, with the name of the tool whose result was cut and the file
+    that call worked on ("" when the tool inventory did not record them)."""
 
     __slots__ = ("tool_use_id", "session", "agent", "created_at", "kind", "tokens", "original_sha256",
-                 "stub_version", "stub_sha256", "tool")
+                 "stub_version", "stub_sha256", "tool", "target")
 
     def __init__(self, row: tuple):
         (self.tool_use_id, session, agent, created_at, self.kind, tokens, self.original_sha256,
-         stub_version, self.stub_sha256, tool) = row
-        self.session, self.agent, self.tool = session or "", agent or "", tool or ""
+         stub_version, self.stub_sha256, tool, target) = row
+        self.session, self.agent, self.tool, self.target = session or "", agent or "", tool or "", target or ""
         self.created_at, self.tokens, self.stub_version = float(created_at), int(tokens), int(stub_version)
 
 
@@ -286,6 +290,7 @@ def cut_entries(conn: sqlite3.Connection, *, session: str | None = None, until: 
                 limit: int | None = 50) -> list[CutEntry]:
     """The surgery log, newest first: one session's cuts, or everyone's."""
     have_calls = "tool_calls" in tables(conn)
+    target = "t.target" if have_calls and "target" in _columns(conn, "tool_calls") else "NULL"
     join = "LEFT JOIN tool_calls t ON t.session = c.session AND t.tool_use_id = c.tool_use_id" if have_calls else ""
     where, args = [], []
     if session is not None:
@@ -295,7 +300,7 @@ def cut_entries(conn: sqlite3.Connection, *, session: str | None = None, until: 
         where.append("c.created_at <= ?")
         args.append(until)
     sql = (f"""SELECT c.tool_use_id, c.session, c.agent, c.created_at, c.kind, c.tokens, c.original_sha256,
-                      c.stub_version, c.stub_sha256, {'t.name' if have_calls else 'NULL'}
+                      c.stub_version, c.stub_sha256, {'t.name' if have_calls else 'NULL'}, {target}
                FROM cuts c {join}""" + (" WHERE " + " AND ".join(where) if where else "")
            + " ORDER BY c.created_at DESC, c.tool_use_id")
     if limit is not None:
@@ -366,3 +371,19 @@ def cut_decisions(conn: sqlite3.Connection, entries) -> dict[str, tuple[str, str
         if row is not None:
             out[e.tool_use_id] = (row[0] or "", row[1])
     return out
+
+
+def match_sessions(conn: sqlite3.Connection, prefix: str, limit: int = 3) -> list[str]:
+    """Sessions (in the requests or the surgery log) whose id starts with ``prefix``, at most ``limit``:
+    how a unique prefix is accepted wherever a session id is."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    have = tables(conn)
+    parts, args = [], []
+    for table in ("requests", "cuts"):
+        if table in have:
+            parts.append(f"SELECT DISTINCT session FROM {table} WHERE session LIKE ? ESCAPE '\\'")
+            args.append(escaped)
+    if not parts:
+        return []
+    return [r[0] for r in conn.execute(" UNION ".join(parts) + " ORDER BY 1 LIMIT ?", [*args, limit])]
+

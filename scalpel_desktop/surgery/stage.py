@@ -158,7 +158,8 @@ class SurgeryStage:
         shape = self._shape(ex, doc, ckey, model, self._hashes(view, layout, prev_view), layout, pol)
         brk = self.economist.natural_break(shape)  # once per request: decide and record_sent get it
         spans = []
-        if pol.looks_for_dead(_results_from(view, brk.index), int(self._get("keep_recent"))):
+        looked = pol.looks_for_dead(_results_from(view, brk.index), int(self._get("keep_recent")))
+        if looked:
             spans = self.find_spans(view, self.config, tier=int(self._get("tier")))
         candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
         plan = self.economist.decide(shape, candidates, policy=pol.name, brk=brk)
@@ -211,7 +212,10 @@ class SurgeryStage:
         ex.surgery = sent
         if layout is not None and pin is None:  # a pinned body is not the next request's prefix: no reuse
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
-        self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs))
+        # dead tool output found and not cut now: still carried (the dashboard's context breakdown)
+        dead = {"dead_left": max(0, sum(s.tokens for s in spans) - sum(c.tokens for c in cuts))} if looked else None
+        self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs),
+                     extra=dead)
 
     @staticmethod
     def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,

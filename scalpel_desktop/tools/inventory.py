@@ -94,6 +94,33 @@ def calls_in(messages: Any, start: int = 0) -> list[tuple[str, str]]:
     return out
 
 
+TARGET_KEYS = ("file_path", "notebook_path", "path")
+TARGET_MAX = 300
+
+
+def call_targets(messages: Any, start: int = 0) -> dict[str, str]:
+    """tool_use id -> the file a call worked on (its input's ``file_path`` / ``notebook_path`` /
+    ``path``, under ``~``), for the calls in ``messages[start:]`` that name one (Anthropic)."""
+    from scalpel_desktop.accounting.context_regions import under_home
+
+    out: dict[str, str] = {}
+    if not isinstance(messages, list):
+        return out
+    for m in messages[max(0, start):]:
+        content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        if not isinstance(content, list):
+            continue
+        for b in content:
+            if not (isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)):
+                continue
+            inp = b.get("input")
+            if isinstance(inp, dict):
+                target = next((inp[k] for k in TARGET_KEYS if isinstance(inp.get(k), str) and inp[k]), None)
+                if target:
+                    out[b["id"]] = under_home(target)[:TARGET_MAX]
+    return out
+
+
 class InventoryRecorder:
     """Remembers, per conversation, what was already written, so a request costs little."""
 
@@ -120,4 +147,5 @@ class InventoryRecorder:
                 self._declared[session] = tuple(set(sig) | set(known or ()))
         calls = calls_in(messages, start)
         self.store.save_inventory(session, user_agent, model, now,
-                                  declared if write_declared else None, calls, new_request=True)
+                                  declared if write_declared else None, calls, new_request=True,
+                                  targets=call_targets(messages, start) if calls else None)

@@ -149,7 +149,9 @@ class ToolStore:
 
     # -- inventory -----------------------------------------------------------------
     def save_inventory(self, session: str, client: str, model: str, now: float,
-                       declared: list[Declared] | None, calls: list[tuple[str, str]], new_request: bool) -> None:
+                       declared: list[Declared] | None, calls: list[tuple[str, str]], new_request: bool,
+                       targets: dict[str, str] | None = None) -> None:
+        """``targets``: tool_use id -> the file that call worked on (``inventory.call_targets``)."""
         with self.lock, self.conn:
             self.conn.execute(
                 """INSERT INTO tool_sessions (session, client, model, first_seen, last_seen, requests)
@@ -172,6 +174,11 @@ class ToolStore:
                     "INSERT OR IGNORE INTO tool_calls (session, tool_use_id, name, ts) VALUES (?, ?, ?, ?)",
                     [(session, cid, name, now) for cid, name in calls],
                 )
+                if targets:
+                    self.conn.executemany(
+                        "UPDATE tool_calls SET target = ? WHERE session = ? AND tool_use_id = ? AND target IS NULL",
+                        [(t, session, cid) for cid, t in targets.items()],
+                    )
 
     def add_savings(self, rows: list[tuple]) -> None:
         """rows: (ts, session, agent, model, name, tokens, tier, usd)."""

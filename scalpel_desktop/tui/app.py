@@ -25,7 +25,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane, Tabs
 from scalpel_desktop.tui import data, inventory
 from scalpel_desktop.tui.messages import (
     ActionDone, ControlRequested, DecisionsLoaded, LoadFailed, ProxyPolled, ReloadRequested, SavingsLoaded,
-    SessionsLoaded, ToolsLoaded,
+    SessionsLoaded, ToolsLoaded, UsageLoaded,
 )
 from scalpel_desktop.tui.proxy import ProxyLink, ProxyState, saved_settings
 from scalpel_desktop.tui.screens.decisions import DecisionsView
@@ -33,6 +33,8 @@ from scalpel_desktop.tui.screens.savings import SavingsView
 from scalpel_desktop.tui.screens.sessions import SessionsView
 from scalpel_desktop.tui.screens.settings import SettingsView
 from scalpel_desktop.tui.screens.tools import ToolsView
+from scalpel_desktop.tui.screens.usage import UsageView
+from scalpel_desktop.tui.views_data import UsageData
 
 PANES = (
     ("sessions", "Sessions", SessionsView),
@@ -40,8 +42,9 @@ PANES = (
     ("decisions", "Decisions", DecisionsView),
     ("tools", "Tools", ToolsView),
     ("settings", "Settings", SettingsView),
+    ("usage", "Usage", UsageView),
 )
-LEDGER_PANES = ("sessions", "savings", "decisions", "tools")
+LEDGER_PANES = ("sessions", "savings", "decisions", "tools", "usage")
 
 
 class Dashboard(App):
@@ -109,6 +112,8 @@ class Dashboard(App):
         # Focus the tab's first table or control, so its keys (space, f, a) work right away; else
         # the tab strip (focus left in a hidden tab would make TabbedContent switch back to it).
         first = next(iter(self.view(pane).query("DataTable, Switch:enabled")), None) if pane else None
+        if pane == "usage":  # a scrolling page: focus it at its top, not a table half-way down
+            first = self.view(pane)
         (first or event.tabbed_content.query_one(Tabs)).focus()
         if pane in LEDGER_PANES:
             self.load_pane(pane, force=False)
@@ -152,7 +157,11 @@ class Dashboard(App):
 
     def _read(self, pane: str, conn: sqlite3.Connection, now: float) -> Any:
         if pane == "sessions":
-            return SessionsLoaded(data.load_sessions(conn, now))
+            return SessionsLoaded(data.load_sessions(conn, now, prices=self._price_table()))
+        if pane == "usage":
+            from scalpel_desktop.tui.views_data import load_usage
+
+            return UsageLoaded(load_usage(conn, now, prices=self._price_table()))
         if pane == "savings":
             return SavingsLoaded(data.load_savings(conn, now, prices=self._price_table()))
         if pane == "decisions":
@@ -169,7 +178,8 @@ class Dashboard(App):
         return {"sessions": lambda: SessionsLoaded(data.SessionsData(now, missing=why)),
                 "savings": lambda: SavingsLoaded(data.SavingsData(now, missing=why)),
                 "decisions": lambda: DecisionsLoaded(data.DecisionsData(now, missing=why)),
-                "tools": lambda: ToolsLoaded(inventory.ToolsData(now, self._tool_filter(), missing=why))}[pane]()
+                "tools": lambda: ToolsLoaded(inventory.ToolsData(now, self._tool_filter(), missing=why)),
+                "usage": lambda: UsageLoaded(UsageData(now, missing=why))}[pane]()
 
     def _tool_filter(self) -> bool:
         state = self.proxy_state
@@ -218,6 +228,10 @@ class Dashboard(App):
     def on_tools_loaded(self, message: ToolsLoaded) -> None:
         if not self._gone():
             self.view("tools").show(message.data)
+
+    def on_usage_loaded(self, message: UsageLoaded) -> None:
+        if not self._gone():
+            self.view("usage").show(message.data)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         self.notify(f"Reading the ledger failed ({message.pane}): {message.error}", severity="error")

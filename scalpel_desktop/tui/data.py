@@ -93,6 +93,16 @@ class SessionRow:
     realized_tokens: int
     realized_usd: float
     active: bool
+    project: str = ""  # the working directory Claude Code stated (~/...), "" when unknown
+    title: str = ""  # Claude Code's own title from the transcript on disk, "" when none
+    cost_usd: float | None = None  # what the session's requests with usage counts cost
+
+    @property
+    def name(self) -> str:
+        """The project's directory name (or "?" when the ledger has no project for it)."""
+        from scalpel_desktop.tui.views_data import project_name
+
+        return project_name(self.project) if self.project else "?"
 
     @property
     def share(self) -> float | None:
@@ -110,28 +120,42 @@ class SessionsData:
     saved_tokens_today: int = 0
     saved_usd_today: float = 0.0
     missing: str = ""  # why there is nothing to show (no ledger yet, ...)
+    contexts: dict = field(default_factory=dict)  # session -> views_data.ContextBreakdown
 
     @property
     def active(self) -> int:
         return sum(r.active for r in self.rows)
 
 
-def load_sessions(conn: sqlite3.Connection, now: float) -> SessionsData:
+def load_sessions(conn: sqlite3.Connection, now: float, prices: Any = None,
+                  transcripts: list[Path] | None = None) -> SessionsData:
+    """``transcripts``: where Claude Code's transcripts are (titles; default: its projects dirs)."""
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.tui import titles, views_data
+
     if not q.has_requests(conn):
         return SessionsData(now, missing="the ledger has no requests table yet")
     today = q.today_savings(conn, now)
     listed = q.recent_sessions(conn, now - LISTED_S, now, MAX_SESSIONS)
-    rows = [_session_row(f, now) for f in (q.session_figures(conn, s, now, RECENT_USAGE) for s in listed) if f]
-    return SessionsData(now, rows, today.requests, today.tokens, today.usd)
+    projects = q.session_projects(conn, listed)
+    named = titles.titles(listed, transcripts)
+    costs = views_data.session_costs(conn, listed, now, prices or PriceTable.load())
+    rows = [_session_row(f, now, projects.get(f.session, ""), named.get(f.session, ""), costs.get(f.session))
+            for f in (q.session_figures(conn, s, now, RECENT_USAGE) for s in listed) if f]
+    contexts = {r.session: views_data.context_breakdown(conn, r.session, now) for r in rows}
+    return SessionsData(now, rows, today.requests, today.tokens, today.usd,
+                        contexts={k: v for k, v in contexts.items() if v is not None})
 
 
-def _session_row(f: q.SessionFigures, now: float) -> SessionRow:
+def _session_row(f: q.SessionFigures, now: float, project: str = "", title: str = "",
+                 cost: float | None = None) -> SessionRow:
     return SessionRow(
         session=f.session, model=f.model, context_tokens=f.context_tokens, context_source=f.context_source,
         window=_window(f.model, f.context_tokens), cache_share=f.cache_share, cache_requests=f.cache_requests,
         turns=f.turns, subagent_requests=f.subagent_requests, last_ts=f.last_ts,
         last_decision=f.last_decision, last_reason=f.last_reason, realized_tokens=f.realized_tokens,
-        realized_usd=f.realized_usd, active=now - f.last_ts < ACTIVE_S,
+        realized_usd=f.realized_usd, active=now - f.last_ts < ACTIVE_S, project=project, title=title,
+        cost_usd=cost,
     )
 
 

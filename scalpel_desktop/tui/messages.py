@@ -16,6 +16,7 @@ from textual.message import Message
 from scalpel_desktop.tui.data import DecisionsData, SavingsData, SessionsData
 from scalpel_desktop.tui.inventory import ToolsData
 from scalpel_desktop.tui.proxy import ActionResult, ProxyState
+from scalpel_desktop.tui.views_data import UsageData
 
 
 @dataclass
@@ -58,6 +59,14 @@ class ToolsLoaded(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ToolsLoaded)
+
+
+@dataclass
+class UsageLoaded(Message):
+    data: UsageData
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, UsageLoaded)
 
 
 @dataclass

@@ -85,8 +85,8 @@ def test_log(cuts, capsys):
     assert rows[0]["spill_path"].endswith(rows[0]["original_sha256"])
     code, out, _ = run(capsys, "log", "sess")  # a unique prefix
     assert "2 cuts" in out
-    code, out, _ = run(capsys, "log", "other")
-    assert code == 0 and "No cuts recorded for session other" in out
+    code, out, err = run(capsys, "log", "other")  # a session the ledger has never seen is an error
+    assert code != 0 and "no session 'other'" in err and "scalpel report --by session" in err
 
 
 def test_empty_state_and_help(capsys):

@@ -12,6 +12,8 @@ SCHEMA_COLUMNS = [
     "ttfb_ms", "total_ms", "error",
     # m004: how the realized figures were obtained
     "realized_tier", "realized_tokens_by", "realized_bytes", "tokens_per_byte", "ratio_pairs", "ratio_error_pct",
+    # m005: what the dashboard names and splits
+    "project", "regions",
 ]
 
 

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from tests.tui.seed import Seed
 
-PANES = ("sessions", "savings", "decisions", "tools", "settings")
+PANES = ("sessions", "savings", "decisions", "tools", "settings", "usage")
 CONVERSATION = ("messages", "chat", "responses")
 
 

@@ -40,6 +40,9 @@ MCP = {"github": ("create_issue", "list_pull_requests", "get_file_contents"),
        "linear": ("create_issue", "search_issues")}
 CALLED = ("Read", "Edit", "Bash", "Grep", "Glob", "mcp__github__get_file_contents")
 KINDS = ("superseded_read", "duplicate", "failed", "dead_snapshot", "stale_large")
+PROJECTS = ("~/work/scalpel-desktop", "~/work/website", "~/src/infra-terraform", "/srv/data-pipeline")
+TITLES = ("Fix the tray menu on GNOME", "Dashboard: cost per day view", "Terraform state cleanup")
+FILES = ("~/work/scalpel-desktop/src/app.py", "~/work/scalpel-desktop/README.md", "/etc/hosts")
 
 
 @dataclass
@@ -79,7 +82,10 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
         # tools/suggest.py prices suggestions with; a tie would resolve by set order).
         model = MODELS[0] if i % 2 == 0 else MODELS[1 + (i // 2) % 2]
         start = now - back
-        seed.sessions[session] = {"model": model, "start": start, "turns": turns}
+        project = PROJECTS[i % len(PROJECTS)] if i != 4 else None  # one session never stated its directory
+        seed.sessions[session] = {"model": model, "start": start, "turns": turns, "project": project}
+        if i < len(TITLES):
+            seed.sessions[session]["title"] = TITLES[i]
         _session_requests(seed, rng, session, model, start, turns, last_gap={0: 40.0, 1: 95.0}.get(i),
                           filtered=i % 3 == 1)
     for row in seed.requests:  # what a real run records: changed exactly when the bytes differ
@@ -91,7 +97,26 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
     writer.close()
     _surgery_log(seed, rng)
     _inventory(seed, rng)
+    _transcripts(seed)
     return seed
+
+
+def _transcripts(seed: Seed) -> None:
+    """Claude Code's own transcript files, with its summary line, for the titled sessions."""
+    import json
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    for session, info in seed.sessions.items():
+        if "title" not in info:
+            continue
+        d = root / ("-" + (info["project"] or "x").strip("~/").replace("/", "-"))
+        d.mkdir(parents=True, exist_ok=True)
+        lines = [{"type": "summary", "summary": "an older title", "leafUuid": "x"},
+                 {"type": "summary", "summary": info["title"], "leafUuid": "y"},
+                 {"type": "user", "sessionId": session, "message": {"role": "user", "content": "hi"}}]
+        (d / f"{session}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
 
 def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, start: float, turns: int,
@@ -148,11 +173,16 @@ def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, 
             "figures": '{"units":%d}' % (t * 2), "realized_tokens": r_tok, "realized_usd": r_usd,
             "ttfb_ms": rng.uniform(400, 2500), "total_ms": rng.uniform(2000, 30000), "error": error,
             "_filter_tokens": filter_tokens,  # not a column: what the filter savings table gets
+            "project": seed.sessions[session]["project"],
+            "regions": '{"system":%d,"tools":%d,"mcp_tools":%d,"messages":%d,"tool_results":%d}' % (
+                3100, 9200, 4100, max(0, prompt - 16400) // 3, max(0, prompt - 16400) * 2 // 3),
         }
         if r_tok is not None:
             row.update({"realized_tier": "usage", "realized_tokens_by": "fit" if t >= 4 else "own_request",
                         "realized_bytes": (removed) * 3, "tokens_per_byte": round(1 / 3, 6), "ratio_pairs": t,
                         "ratio_error_pct": 1.5 if t >= 4 else None})
+        if "cut" in changes or t % 3 == 0:
+            row["figures"] = '{"units":%d,"dead_left":%d}' % (t * 2, rng.randint(0, 3000))
         seed.requests.append(row)
         stubbed += new_cut
         prompt += grow
@@ -190,6 +220,8 @@ def _surgery_log(seed: Seed, rng: random.Random) -> None:
                             hashlib.sha256(b"stub" + sha.encode()).hexdigest())
             seed.cuts.append(rec)
             seed.sessions[r["session"]].setdefault("calls", []).append((tid, tool))
+            if tool == "Read":
+                seed.sessions[r["session"]].setdefault("targets", {})[tid] = FILES[j % len(FILES)]
     log.record(seed.cuts)
     conn.close()
 
@@ -205,7 +237,8 @@ def _inventory(seed: Seed, rng: random.Random) -> None:
                 and not r["agent"]]
         for n, r in enumerate(rows):
             store.save_inventory(session, r["client"], r["model"], r["ts"], declared if n == 0 else None,
-                                 calls if n == 0 else [], new_request=True)
+                                 calls if n == 0 else [], new_request=True,
+                                 targets=info.get("targets") if n == 0 else None)
     store.add_removal("mcp__linear", "cli", forced=False, now=seed.now - 10 * DAY)
     seed.removals = ("mcp__linear",)
     for r in seed.requests:

@@ -47,10 +47,10 @@ async def test_number_keys_switch_tabs_and_show_the_seeded_figures(seeded):
         for session in listed_sessions(seeded):
             exp = expected_session(seeded, session)
             cells = row_text(app, "#sessions-table", session)
-            assert cells[2] == f"{exp['context']:,}"
-            assert cells[3].endswith(f"{exp['share'] * 100:.0f}%")
-            assert cells[4] == f"{exp['cache'] * 100:.0f}%"
-            assert cells[5] == str(exp["turns"])
+            assert cells[4] == f"{exp['context']:,}"
+            assert cells[5].endswith(f"{exp['share'] * 100:.0f}%")
+            assert cells[6] == f"{exp['cache'] * 100:.0f}%"
+            assert cells[7] == str(exp["turns"])
         # Today's saving, from the reader's query (the tray's, the statusline's, `scalpel status`'s).
         conn = open_readonly()
         today = today_savings(conn, NOW)
@@ -211,8 +211,8 @@ async def test_refreshes_live_while_the_proxy_runs(seeded, proxy):
         assert w.flush(10)
         w.close()
         assert await wait_until(pilot, lambda: "s-brand-new" in row_keys(app, "#sessions-table"))
-        assert row_text(app, "#sessions-table", "s-brand-new")[2] == f"{40_010:,}"
-        assert row_text(app, "#sessions-table", "s-brand-new")[3].endswith("20%")
+        assert row_text(app, "#sessions-table", "s-brand-new")[4] == f"{40_010:,}"
+        assert row_text(app, "#sessions-table", "s-brand-new")[5].endswith("20%")
 
 
 async def test_without_a_ledger_every_tab_says_why(isolated_home):

@@ -1,8 +1,12 @@
-"""One snapshot per screen (pytest-textual-snapshot), on the seeded ledger with a frozen clock.
+"""One snapshot per screen and terminal size (pytest-textual-snapshot), on the seeded ledger with a
+frozen clock.
 
-No proxy runs here, so every snapshot also shows the toggles disabled with the
-reason. Update after an intended change with ``--snapshot-update`` and look at
-the SVGs under tests/tui/__snapshots__/ before committing them.
+Three sizes: 80x24 (the smallest terminal people use), 100x30 and 120x40. At
+each, every table keeps all its columns (wider ones scroll sideways) and shows
+rows (taller ones scroll). No proxy runs here, so every snapshot also shows the
+toggles disabled with the reason. Update after an intended change with
+``--snapshot-update`` and look at the SVGs under tests/tui/__snapshots__/
+before committing them (``tests/tui/test_screenshots.py`` turns them into PNGs).
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from scalpel_desktop.tui.app import make_app
 from tests.tui.helpers import PANES, settle
 from tests.tui.seed import NOW
 
-SIZE = (120, 40)
+SIZES = ((80, 24), (100, 30), (120, 40))
 
 
-def _show(pane: str):
+def show(pane: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
         await pilot.press(str(PANES.index(pane) + 1))
@@ -27,7 +31,8 @@ def _show(pane: str):
     return run_before
 
 
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("pane", PANES)
-def test_screen(pane, seeded, snap_compare):
+def test_screen(pane, size, seeded, snap_compare):
     app = make_app(clock=lambda: NOW)
-    assert snap_compare(app, terminal_size=SIZE, run_before=_show(pane))
+    assert snap_compare(app, terminal_size=size, run_before=show(pane))

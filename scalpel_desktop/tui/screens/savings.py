@@ -36,12 +36,13 @@ class SavingsView(Vertical):
         for key, period in zip(("today", "week", "month"), data.periods):
             self.query_one(f"#savings-{key}", Static).update(card(period))
         bars = []
-        for i, p in enumerate(data.days):
-            age = len(data.days) - 1 - i
+        days = shown_days(data.days)
+        for i, p in enumerate(days):
+            age = len(days) - 1 - i
             style = STYLE_TODAY if age == 0 else (STYLE_WEEK if age < 7 else STYLE_MONTH)
             bars.append(Bar(p.day[-2:], float(p.realized_tokens), style))
         self.query_one("#savings-chart", BarChart).set_bars(bars)
-        first = datetime.fromtimestamp(data.days[0].start).strftime("%b %d") if data.days else ""
+        first = datetime.fromtimestamp(days[0].start).strftime("%b %d") if days else ""
         self.query_one("#savings-chart-title", Static).update(Text.assemble(
             "Realized tokens saved per day since ", first, "  ",
             ("██", STYLE_TODAY), " today  ", ("██", STYLE_WEEK), " last 7 days  ", ("██", STYLE_MONTH),
@@ -58,6 +59,16 @@ class SavingsView(Vertical):
             notes.append("  · assumed prices: " + ", ".join(f"{m} as {f}" for m, f in data.assumed_prices.items()),
                          style="yellow")
         self.query_one("#savings-notes", Static).update(notes)
+
+
+MIN_DAYS_SHOWN = 7
+
+
+def shown_days(days):
+    """The days the chart draws: from the first day with savings (at least the last week), so a
+    new user's one day of data is not one sliver at the edge of 30 empty days."""
+    first = next((i for i, p in enumerate(days) if p.realized_tokens), len(days))
+    return tuple(days[min(first, max(0, len(days) - MIN_DAYS_SHOWN)):])
 
 
 def card(p: Period) -> Text:

@@ -1,27 +1,33 @@
-"""Live sessions: context size now and as a share of the window, cache share, turns, last decision."""
+"""Live sessions by project and title: context now and as a share of the window, cost, cache share,
+turns, last decision; and the highlighted session's context breakdown (like ``/context``)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from scalpel_desktop.decisions import changes_of
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
+from scalpel_desktop.tui.widgets.context_bars import ContextBars
 
 COLUMNS = (
+    ("project", "Project"),
     ("session", "Session"),
-    ("model", "Model"),
+    ("title", "Title"),
+    ("cost", "Cost"),
     ("context", "Context now"),
     ("share", "Share of window"),
     ("cache", "Cache"),
     ("turns", "Turns"),
+    ("model", "Model"),
     ("decision", "Last decision"),
     ("seen", "Last request"),
     ("realized", "Realized"),
 )
+TITLE_CELL = 28
 
 
 class SessionsView(Vertical):
@@ -33,7 +39,9 @@ class SessionsView(Vertical):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
-        yield Static("", id="sessions-detail", classes="detail")
+        with Horizontal(id="sessions-bottom"):
+            yield Static("", id="sessions-detail", classes="detail")
+            yield ContextBars(id="sessions-context")
 
     def show(self, data: SessionsData) -> None:
         summary = self.query_one("#sessions-summary", Static)
@@ -49,12 +57,16 @@ class SessionsView(Vertical):
                 ") today"))
         cursor = table.cursor_row
         table.clear()
+        from scalpel_desktop.textable import unique_prefixes
+
+        self._contexts = data.contexts
+        short = unique_prefixes([r.session for r in data.rows], [r.session for r in data.rows], 8)
         for row in data.rows:
-            table.add_row(*cells(row, data.now), key=row.session)
+            table.add_row(*cells(row, data.now, short[row.session]), key=row.session)
         if data.rows:
             table.move_cursor(row=min(cursor, len(data.rows) - 1))
-        self._detail(data.rows[table.cursor_row] if data.rows else None)
         self._rows = {r.session: r for r in data.rows}
+        self._detail(data.rows[table.cursor_row] if data.rows else None)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         rows = getattr(self, "_rows", {})
@@ -63,36 +75,45 @@ class SessionsView(Vertical):
 
     def _detail(self, row: SessionRow | None) -> None:
         detail = self.query_one("#sessions-detail", Static)
+        bars = self.query_one("#sessions-context", ContextBars)
         if row is None:
             detail.update("")
+            bars.show(None)
             return
+        bars.show(getattr(self, "_contexts", {}).get(row.session))
         ctx = "unknown" if row.context_tokens is None else (
             f"{fmt.tokens(row.context_tokens)} tokens "
             f"({'provider usage counts' if row.context_source == 'usage' else 'proxy estimate, no usage counts'})")
         detail.update(Text.assemble(
-            ("Session ", "dim"), (row.session, "bold"), ("  model ", "dim"), row.model or "?",
-            ("  window ", "dim"), f"{fmt.tokens(row.window)}", "\n",
-            ("Context now ", "dim"), ctx, ("  ·  cache share over ", "dim"),
-            f"the last {row.cache_requests} request(s) with usage: {fmt.pct(row.cache_share)}",
-            "\n", ("Turns ", "dim"), f"{row.turns} main-agent request(s)", ("  ·  sub-agent requests ", "dim"),
-            f"{row.subagent_requests}", ("  ·  realized ", "dim"),
+            (row.name, "bold"), ("  ", ""), (row.title or "(no title: no transcript on disk)", "italic"), "\n",
+            ("Project ", "dim"), row.project or "not stated", "\n",
+            ("Session", "dim"), "\n", (row.session, "bold"), "\n",
+            ("Model ", "dim"), row.model or "?", ("  window ", "dim"), f"{fmt.tokens(row.window)}", "\n",
+            ("Cost ", "dim"), (fmt.usd(row.cost_usd), "bold"), ("  realized saved ", "dim"),
             f"{fmt.tokens(row.realized_tokens)} tokens ({fmt.usd(row.realized_usd)})", "\n",
-            ("Last decision ", "dim"), f"{row.last_decision or '—'}", ("  why: ", "dim"), row.last_reason or "—"))
+            ("Context now ", "dim"), ctx, "\n",
+            ("Cache share ", "dim"), f"{fmt.pct(row.cache_share)} over the last {row.cache_requests} request(s)",
+            "\n", ("Turns ", "dim"), f"{row.turns}", ("  sub-agent requests ", "dim"), f"{row.subagent_requests}",
+            "\n", ("Last decision ", "dim"), f"{row.last_decision or '—'}", ("  why: ", "dim"),
+            row.last_reason or "—"))
 
 
-def cells(row: SessionRow, now: float) -> tuple:
+def cells(row: SessionRow, now: float, short: str | None = None) -> tuple:
     share = row.share
     share_style = "red" if share is not None and share >= 0.8 else ("yellow" if share is not None and share >= 0.5
                                                                    else "green")
     marker = Text("● ", style="green") if row.active else Text("○ ", style="dim")
     ctx = fmt.tokens(row.context_tokens) + ("~" if row.context_source == "estimate" else "")
     return (
-        marker + Text(fmt.short_id(row.session, 8)),
-        fmt.short_model(row.model),
+        marker + Text(row.name, style="bold"),
+        short or row.session,
+        fmt.clip(row.title, TITLE_CELL) if row.title else Text("—", style="dim"),
+        Text(fmt.usd(row.cost_usd), justify="right"),
         Text(ctx, justify="right"),
         Text.assemble((fmt.bar(share, 10), share_style), f" {fmt.pct(share):>4}"),
         Text(fmt.pct(row.cache_share), justify="right"),
         Text(str(row.turns), justify="right"),
+        fmt.short_model(row.model),
         Text(row.last_decision or "—", style=decision_style(row.last_decision)),
         fmt.age(now - row.last_ts),
         Text(fmt.tokens(row.realized_tokens), justify="right"),

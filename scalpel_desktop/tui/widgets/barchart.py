@@ -43,15 +43,24 @@ class BarChart(Widget):
         self.bars = tuple(bars)
 
     def render(self) -> Text:
-        return render_chart(self.bars, self.size.height, self.value_format, self.bar_width, self.gap)
+        return render_chart(self.bars, self.size.height, self.value_format, self.bar_width, self.gap,
+                            width=self.size.width)
+
+
+MAX_BAR_WIDTH = 6
 
 
 def render_chart(bars: Sequence[Bar], height: int, value_format: Callable[[float], str],
-                 bar_width: int = 2, gap: int = 1) -> Text:
+                 bar_width: int = 2, gap: int = 1, width: int | None = None) -> Text:
+    """``width``: the cells available; few bars are drawn wider (up to MAX_BAR_WIDTH) to fill it,
+    so one day of data is a readable bar with its label, not a sliver at the edge."""
     rows = max(1, height - 2)
     top = max((b.value for b in bars), default=0.0)
     top_label = value_format(top) if top > 0 else value_format(0)
     gutter = max(len(top_label), len(value_format(0))) + 1
+    if width and bars:
+        fit = (width - gutter - 1) // len(bars) - gap
+        bar_width = max(bar_width, min(MAX_BAR_WIDTH, fit))
     out = Text(no_wrap=True, overflow="crop")
     levels = [round(b.value / top * rows * 8) if top > 0 else 0 for b in bars]
     for r in range(rows):  # r = 0 is the top row
@@ -68,6 +77,6 @@ def render_chart(bars: Sequence[Bar], height: int, value_format: Callable[[float
     out.append(" " * (gutter - 1) + "└" + "─" * ((bar_width + gap) * len(bars)) + "\n", style="dim")
     out.append(" " * gutter)
     for i, b in enumerate(bars):
-        show = i % 5 == 0 or i == len(bars) - 1
+        show = len(bars) <= 16 or i % 5 == 0 or i == len(bars) - 1
         out.append(" " * gap + (b.label if show else "").ljust(bar_width)[:bar_width], style="dim")
     return out
