@@ -97,8 +97,10 @@ def render(cols: Sequence[Col], rows: Sequence[Sequence[str] | None], width: int
         for k in range(height):
             lines.append(_line(cols, shown, widths, _pick(wrapped, k, len(cols)), indent))
     if dropped:
-        lines.append(" " * indent + f"(not shown at {width} columns: {', '.join(reversed(dropped))}; "
-                     "pipe the output or use --json for every column)")
+        note = (f"(not shown at {width} columns: {', '.join(dropped)}; "
+                "pipe the output or use --json for every column)")
+        lines += [" " * indent + ln for ln in textwrap.wrap(note, max(20, (width or 80) - indent),
+                                                             subsequent_indent=" ")]
     return lines
 
 
@@ -120,12 +122,8 @@ def print_table(cols: Sequence[Col], rows: Sequence[Sequence[str] | None], width
     file = file or sys.stdout
     if width is None:
         width = terminal_width(file)
-    lines = render(cols, rows, width, indent)
-    note = lines.pop() if lines and lines[-1].lstrip().startswith("(not shown at") else None
-    for line in lines:
+    for line in render(cols, rows, width, indent):
         print(line, file=file)
-    if note:
-        say(note.strip(), width, indent=indent, file=file)
 
 
 def tokens_short(n: int | float | None) -> str:
@@ -158,7 +156,7 @@ def say(text: str, width: int | None = None, *, indent: int = 0, file=None) -> N
     if width is None or len(text) + indent <= width:
         print(" " * indent + text, file=file)
         return
-    for line in textwrap.wrap(text, max(20, width - indent), break_on_hyphens=False, break_long_words=False,
+    for line in textwrap.wrap(text, max(20, width - indent), break_on_hyphens=False, break_long_words=True,
                               subsequent_indent="  "):
         print(" " * indent + line, file=file)
 
