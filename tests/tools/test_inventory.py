@@ -66,3 +66,15 @@ def test_stage_records_real_claude_code_sessions(tmp_path):
         expected[n] = expected.get(n, 0) + 1
     assert {k: v for k, v in calls.items() if not k.startswith("skill__")} == expected
     assert "Workflow" not in calls and "ReportFindings" not in calls
+
+
+def test_call_targets_name_the_file_under_home(isolated_home):
+    from scalpel_desktop.tools.inventory import call_targets
+
+    msgs = [{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "a", "name": "Read", "input": {"file_path": f"{isolated_home}/p/x.py"}},
+        {"type": "tool_use", "id": "b", "name": "Bash", "input": {"command": "ls"}},
+        {"type": "tool_use", "id": "c", "name": "Grep", "input": {"pattern": "x", "path": "/etc"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "file_path: /nope"}]}]
+    assert call_targets(msgs) == {"a": "~/p/x.py", "c": "/etc"}
+    assert call_targets(msgs, start=1) == {}

@@ -1,7 +1,8 @@
 """PNG screenshots of every screen for docs/dashboard.md, taken with a real proxy running.
 
 Each screen is exported as SVG (``App.export_screenshot``) and converted with
-``rsvg-convert``. The PNGs in docs/screenshots/ are (re)written when missing or
+``rsvg-convert``, at 120x40 (``tui-<screen>.png``) and at 80x24, the smallest
+terminal (``tui-<screen>-80x24.png``). The PNGs in docs/screenshots/ are (re)written when missing or
 when the run has ``--snapshot-update`` (they show a live port and pid, so an
 ordinary run does not churn them); every run checks that the conversion works.
 """
@@ -38,18 +39,21 @@ async def test_screenshot_every_screen(seeded, tmp_path, request):
     rt = Runtime(Config.load(), {"anthropic_upstream": "http://127.0.0.1:9"}, port=0).start()
     register(rt)
     try:
-        app = make_app(clock=lambda: NOW)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
-            for i, pane in enumerate(PANES, 1):
-                await pilot.press(str(i))
+        for size, suffix in (((120, 40), ""), ((80, 24), "-80x24")):
+            app = make_app(clock=lambda: NOW)
+            async with app.run_test(size=size) as pilot:
                 await settle(pilot)
-                png = tmp_path / f"tui-{pane}.png"
-                svg_to_png(app.export_screenshot(title=f"scalpel tui — {pane}"), tmp_path / f"{pane}.svg", png)
-                assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
-                target = DOCS / png.name
-                if update or not target.exists():
-                    DOCS.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(png, target)
+                for i, pane in enumerate(PANES, 1):
+                    await pilot.press(str(i))
+                    await settle(pilot)
+                    await pilot.wait_for_scheduled_animations()
+                    await settle(pilot)
+                    png = tmp_path / f"tui-{pane}{suffix}.png"
+                    svg_to_png(app.export_screenshot(title=f"scalpel tui — {pane}"), tmp_path / f"{pane}.svg", png)
+                    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+                    target = DOCS / png.name
+                    if update or not target.exists():
+                        DOCS.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(png, target)
     finally:
         rt.stop()

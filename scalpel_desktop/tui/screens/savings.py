@@ -72,12 +72,12 @@ def shown_days(days):
 
 
 def card(p: Period) -> Text:
+    """One period, one figure a line (fits a third of an 80-column terminal)."""
     share = (p.realized_usd / (p.cost_usd + p.realized_usd)) if (p.cost_usd + p.realized_usd) > 0 else None
     return Text.assemble(
         (p.label, "bold"), "\n",
-        ("realized  ", "dim"), (f"{fmt.tokens(p.realized_tokens)} tokens", "bold green"), "\n",
-        ("          ", "dim"), (fmt.usd(p.realized_usd), "bold green"),
-        (f"  ({fmt.pct(share)} of the bill)" if share is not None else "", "dim"), "\n",
-        ("changed   ", "dim"), f"{p.changed_requests:,} of {p.requests:,} requests", "\n",
-        ("spent     ", "dim"), fmt.usd(p.cost_usd), ("  cache share ", "dim"), fmt.pct(p.cache_share),
+        (f"{fmt.tokens(p.realized_tokens)}", "bold green"), (" tokens saved", "dim"), "\n",
+        (fmt.usd(p.realized_usd), "bold green"), (f" ({fmt.pct(share)} of bill)" if share is not None else "", "dim"),
+        "\n", f"{p.changed_requests:,} of {p.requests:,}", (" changed", "dim"), "\n",
+        ("spent ", "dim"), fmt.usd(p.cost_usd), ("  cache ", "dim"), fmt.pct(p.cache_share),
     )

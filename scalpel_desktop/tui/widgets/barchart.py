@@ -59,8 +59,12 @@ def render_chart(bars: Sequence[Bar], height: int, value_format: Callable[[float
     top_label = value_format(top) if top > 0 else value_format(0)
     gutter = max(len(top_label), len(value_format(0))) + 1
     if width and bars:
-        fit = (width - gutter - 1) // len(bars) - gap
+        room = width - gutter - 1
+        fit = room // len(bars) - gap
         bar_width = max(bar_width, min(MAX_BAR_WIDTH, fit))
+        if (bar_width + gap) * len(bars) > room:  # narrow terminal: thinner bars, then no gaps
+            bar_width = 1
+            gap = gap if (1 + gap) * len(bars) <= room else 0
     out = Text(no_wrap=True, overflow="crop")
     levels = [round(b.value / top * rows * 8) if top > 0 else 0 for b in bars]
     for r in range(rows):  # r = 0 is the top row
@@ -76,7 +80,16 @@ def render_chart(bars: Sequence[Bar], height: int, value_format: Callable[[float
         out.append("\n")
     out.append(" " * (gutter - 1) + "└" + "─" * ((bar_width + gap) * len(bars)) + "\n", style="dim")
     out.append(" " * gutter)
+    cell = bar_width + gap
+    labels = [" "] * (cell * len(bars) + 2)
+    end = 0  # labels never overlap, and are never cut: one that does not fit is left out
     for i, b in enumerate(bars):
-        show = len(bars) <= 16 or i % 5 == 0 or i == len(bars) - 1
-        out.append(" " * gap + (b.label if show else "").ljust(bar_width)[:bar_width], style="dim")
+        if not (len(bars) <= 16 and cell >= len(b.label)) and not (i % 5 == 0 or i == len(bars) - 1):
+            continue
+        pos = i * cell + gap
+        if pos < end or pos + len(b.label) > len(labels):
+            continue
+        labels[pos:pos + len(b.label)] = list(b.label)
+        end = pos + len(b.label) + 1
+    out.append("".join(labels).rstrip(), style="dim")
     return out
