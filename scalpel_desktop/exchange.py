@@ -153,6 +153,9 @@ class Exchange:
     # The conversation's tokens per byte once the answer arrived (``accounting.token_ratio.TokenRatio``,
     # set by ``pipeline/calibrate.py`` before the stages that price realized savings hear the response).
     token_ratio: Any = None
+    # Identify: the working directory the request states (under ~) and its region sizes (tokens).
+    project: str | None = None
+    regions: dict[str, int] | None = None
     _doc: Any = field(default=_UNPARSED, repr=False)
 
     @property

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
 
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 
 BLOCK_S = 5 * 3600.0
 

@@ -22,8 +22,8 @@ class Identify:
         # Size estimate from the raw bytes (cheap, no re-serialization).
         ex.tokens_before = estimate_tokens_bytes(len(ex.request.body))
         # What the dashboard names the session by, and the prompt's split by region (sizes only).
-        ex.notes["project"] = working_directory(doc)
-        ex.notes["regions"] = measure(ex.request.endpoint, doc, len(ex.request.body))
+        ex.project = working_directory(doc)
+        ex.regions = measure(ex.request.endpoint, doc, len(ex.request.body))
 
     def on_response(self, ex: Exchange) -> None:
         if ex.tokens_after is None:

@@ -76,8 +76,8 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         "ttfb_ms": _num(resp.ttfb_ms) if resp is not None else None,
         "total_ms": _num(resp.total_ms) if resp is not None else None,
         "error": (_label(resp.error, LABEL_MAX) or None) if resp is not None else None,
-        "project": _label(ex.notes.get("project"), 300) or None,
-        "regions": _figures(ex.notes.get("regions")),
+        "project": _label(ex.project, 300) or None,
+        "regions": _figures(ex.regions),
     }
     return row
 

@@ -10,7 +10,7 @@ import pytest
 
 from scalpel_desktop.accounting import usage_views as uv
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 
 MODEL = "claude-sonnet-4-5-20250929"
 

@@ -7,7 +7,7 @@ import json
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.record import build_row
-from scalpel_desktop.pipeline.seam import ApiRequest, Exchange
+from scalpel_desktop.exchange import ApiRequest, Exchange
 from scalpel_desktop.store import ledger_queries as q
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.ledger import LedgerWriter

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.accounting.usage import Usage
+from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.app import make_app
 from tests.tui.conftest import frozen
