@@ -14,7 +14,9 @@ from __future__ import annotations
 import pytest
 
 from scalpel_desktop.tui.app import make_app
-from tests.tui.helpers import PANES, settle
+from textual.widgets import DataTable
+
+from tests.tui.helpers import PANES, settle, wait_until
 from tests.tui.seed import NOW
 
 SIZES = ((80, 24), (100, 30), (120, 40))
@@ -27,6 +29,13 @@ def show(pane: str):
         await settle(pilot)
         await pilot.wait_for_scheduled_animations()  # the tab underline slides
         await settle(pilot)
+        # Every table of the tab has its rows, and a refresh has sized its columns to them.
+        tables = list(pilot.app.query_one(f"#{pane}-view").query(DataTable))
+        await wait_until(pilot, lambda: all(t.row_count > 0 for t in tables))
+        for t in tables:
+            t.refresh(layout=True)
+        await settle(pilot)
+        await pilot.pause(0.2)
 
     return run_before
 
