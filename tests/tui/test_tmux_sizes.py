@@ -46,13 +46,14 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-t", "t", "-p")
 
-    def wait_for(self, text: str, timeout_s: float = 60.0) -> str:
-        """The screen once ``text`` is on it and two captures in a row agree (rendering settled)."""
+    def wait_for(self, text: str, timeout_s: float = 60.0, ready=lambda shown: True) -> str:
+        """The screen once ``text`` is on it, ``ready(screen)`` holds and two captures in a row agree
+        (rendering settled: a loaded machine can show a table a moment before its columns are sized)."""
         deadline = time.monotonic() + timeout_s
         last = None
         while time.monotonic() < deadline:
             shown = self.screen()
-            if text in shown and shown == last:
+            if text in shown and shown == last and ready(shown):
                 return shown
             last = shown
             time.sleep(0.5)
@@ -80,9 +81,11 @@ def test_real_dashboard_in_tmux(size, seeded, tmp_path, monkeypatch):
         listed = listed_sessions(seeded)
         assert all(s[:8] in shown for s in listed), shown
         tmux.run("send-keys", "-t", "t", str(PANES.index("tools") + 1))
-        shown = tmux.wait_for("Inventory 17 names")
-        tool_rows = [ln for ln in shown.splitlines() if "[ ] keep" in ln or "[x] remove" in ln]
-        assert len(tool_rows) >= 8, shown
+        def tool_rows(shown: str) -> list[str]:
+            return [ln for ln in shown.splitlines() if "[ ] keep" in ln or "[x] remove" in ln]
+
+        shown = tmux.wait_for("Inventory 17 names", ready=lambda shown: len(tool_rows(shown)) >= 8)
+        assert len(tool_rows(shown)) >= 8, shown
         tmux.run("send-keys", "-t", "t", str(PANES.index("usage") + 1))
         shown = tmux.wait_for("Cost per day")
         assert "Active block" in shown or "No active 5-hour block" in shown
