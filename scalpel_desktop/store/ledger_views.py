@@ -57,7 +57,7 @@ class ContextFigures:
 
     ``prompt`` is exact (input + cache writes + cache reads of its usage, None
     without usage); ``regions`` the estimated tokens per region of the body
-    received (JSON from the identify stage; None before migration m004);
+    received (JSON from the identify stage; None before migration m005);
     ``removed`` the estimated tokens scalpel's stubs took out of that request;
     ``dead_left`` the dead tool output the surgery found but did not cut, from
     the latest request it was measured on (``dead_ts``), None when never measured.
