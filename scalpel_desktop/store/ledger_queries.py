@@ -387,3 +387,6 @@ def match_sessions(conn: sqlite3.Connection, prefix: str, limit: int = 3) -> lis
         return []
     return [r[0] for r in conn.execute(" UNION ".join(parts) + " ORDER BY 1 LIMIT ?", [*args, limit])]
 
+
+# The dashboard's everyday views (usage rows, projects, the context breakdown) are named queries
+# of this reader too, kept in ``store/ledger_views.py`` to keep this module small.

@@ -1,6 +1,6 @@
 """The ledger reader's everyday views: usage rows, projects, the context breakdown.
 
-Part of ``store/ledger_queries.py`` (which re-exports every name here): the
+Part of the ledger reader (``store/ledger_queries.py``, whose helpers it uses): the
 queries behind the dashboard's Usage tab (daily, monthly, 5-hour blocks, cost
 per session), the project a session is named by, and the latest request's
 context figures for the ``/context``-like breakdown. Read-only, no content.

@@ -40,6 +40,7 @@ from typing import Any
 from scalpel_desktop import clock
 from scalpel_desktop.accounting.windows import context_window
 from scalpel_desktop.store import ledger_queries as q
+from scalpel_desktop.store import ledger_views as v
 from scalpel_desktop.store.ledger_queries import CONVERSATION_ENDPOINTS, tables  # noqa: F401 - re-exported
 
 LISTED_S = 24 * 3600.0
@@ -137,7 +138,7 @@ def load_sessions(conn: sqlite3.Connection, now: float, prices: Any = None,
         return SessionsData(now, missing="the ledger has no requests table yet")
     today = q.today_savings(conn, now)
     listed = q.recent_sessions(conn, now - LISTED_S, now, MAX_SESSIONS)
-    projects = q.session_projects(conn, listed)
+    projects = v.session_projects(conn, listed)
     named = titles.titles(listed, transcripts)
     costs = views_data.session_costs(conn, listed, now, prices or PriceTable.load())
     rows = [_session_row(f, now, projects.get(f.session, ""), named.get(f.session, ""), costs.get(f.session))

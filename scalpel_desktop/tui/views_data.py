@@ -28,6 +28,7 @@ from typing import Any
 from scalpel_desktop.accounting import usage_views as uv
 from scalpel_desktop.accounting.windows import context_window
 from scalpel_desktop.store import ledger_queries as q
+from scalpel_desktop.store import ledger_views as v
 
 REGION_LABELS = (("system", "System prompt"), ("tools", "Tools"), ("mcp_tools", "MCP tools"),
                  ("messages", "Messages"), ("tool_results", "Tool results"))
@@ -68,7 +69,7 @@ def scale_to(parts: dict[str, int], total: int) -> dict[str, int]:
 
 
 def context_breakdown(conn: sqlite3.Connection, session: str, now: float) -> ContextBreakdown | None:
-    f = q.session_context(conn, session, now)
+    f = v.session_context(conn, session, now)
     if f is None:
         return None
     window = context_window(f.model)
@@ -110,7 +111,7 @@ def load_usage(conn: sqlite3.Connection, now: float, prices: Any = None) -> Usag
     if not q.has_requests(conn):
         return UsageData(now, missing="the ledger has no requests table yet")
     prices = prices or PriceTable.load()
-    rows = q.usage_rows(conn, now - MONTHS_S, now)
+    rows = v.usage_rows(conn, now - MONTHS_S, now)
     day_start = clock.day_starts(now, DAYS)[0]
     recent = [r for r in rows if r[0] >= day_start]
     blocks = uv.blocks([r for r in rows if r[0] >= now - 3 * 86400], prices, now)
@@ -120,7 +121,7 @@ def load_usage(conn: sqlite3.Connection, now: float, prices: Any = None) -> Usag
 
 def session_costs(conn: sqlite3.Connection, sessions: list[str], now: float, prices: Any) -> dict[str, float]:
     """session -> what its requests with usage counts cost (all of them, up to ``now``)."""
-    return {s: t.cost_usd for s, t in uv.by_session(q.usage_rows(conn, None, now, sessions), prices).items()}
+    return {s: t.cost_usd for s, t in uv.by_session(v.usage_rows(conn, None, now, sessions), prices).items()}
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ def test_resolve_a_path_an_id_prefix_or_nothing(tmp_path):
     near = touch(tmp_path / "p" / "abc123.jsonl", 1000)
     touch(tmp_path / "p" / "deeper" / "abc999.jsonl", 2000)
     assert resolve(str(near), tmp_path) == near
-    assert resolve("abc", tmp_path) == near  # two match: the shallower path wins
+    with pytest.raises(ProfileError, match="'abc' is ambiguous"):  # two sessions match: say so, pick none
+        resolve("abc", tmp_path)
+    assert resolve("abc1", tmp_path) == near  # a unique prefix
     assert resolve("abc9", tmp_path).name == "abc999.jsonl"
     assert resolve(None, tmp_path).name == "abc999.jsonl"  # the latest
     with pytest.raises(ProfileError, match="no session file or id matching 'zzz'"):

@@ -9,6 +9,7 @@ from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.record import build_row
 from scalpel_desktop.exchange import ApiRequest, Exchange
 from scalpel_desktop.store import ledger_queries as q
+from scalpel_desktop.store import ledger_views as v
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.tools.store import ToolStore
@@ -40,11 +41,11 @@ def test_project_and_regions_are_recorded_without_content(isolated_home):
     w.close()
     conn = q.open_readonly()
     try:
-        assert q.session_projects(conn, [SID]) == {SID: "~/work/proj"}
-        ctx = q.session_context(conn, SID)
+        assert v.session_projects(conn, [SID]) == {SID: "~/work/proj"}
+        ctx = v.session_context(conn, SID)
         assert ctx.prompt == 1005 and ctx.regions == regions and ctx.dead_left is None
         assert q.match_sessions(conn, SID[:6]) == [SID] and q.match_sessions(conn, "nope") == []
-        assert len(q.usage_rows(conn, None, 2e9, [SID])) == 1
+        assert len(v.usage_rows(conn, None, 2e9, [SID])) == 1
     finally:
         conn.close()
 
