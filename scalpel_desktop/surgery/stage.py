@@ -17,21 +17,16 @@ For each API request with a conversation view:
 ``on_response`` tells the economist when the response ended (the TTL runs from
 there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
-Speed (docs/proxy.md): per conversation the previous request is kept
-(``surgery/memo.py``); when the new bytes extend it and the break leaves nothing
-cuttable, the body sent is the previous sent body's prefix plus the new bytes.
-Config, spill, cut log, economist and prices are injectable (the bench); a
-replay that knows where the client rewrote its history sets
-``ex.client_rewrite_at`` before ``on_request``.
+Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``) and
+extended when nothing is cuttable. Everything is injectable (the bench, which
+sets ``ex.client_rewrite_at`` where it knows the client rewrote history).
 
 Both paths end in the same decision builder (``_decide``) over the
 economist's plan, and compute the natural break once per request (handed to
 ``decide`` and ``record_sent``). A first sighting that needs no change goes
 out as it came and is analysed after its response (``first_sighting.py``);
-otherwise the layout parse-reuse found is used, or found once and handed on.
-Writes (spill, cut log) are waited on for ``write_wait_ms`` in all, as the
-proxy builds the stage (``build_surgery_stage``); a cut that did not land in
-time is not sent.
+otherwise the layout parse-reuse found is used, or found once. Writes (spill,
+cut log) are waited on ``write_wait_ms`` at most; a cut not landed is not sent.
 """
 
 from __future__ import annotations
