@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=lambda a: _setting("tier", a))
     p = sub.add_parser(
         "policy",
-        help="Choose when to cut: cold, payback or off.",
+        help="Choose when to cut: " + ", ".join(POLICY_HELP) + ".",
         description="Choose when to cut. "
         + "; ".join(f"{k}: {v}" for k, v in POLICY_HELP.items())
         + ". Without a value, print it.",
