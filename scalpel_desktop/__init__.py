@@ -1,3 +1,3 @@
 """scalpel-desktop: cache-safe surgery on AI-agent request histories."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
