@@ -41,8 +41,22 @@ PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=not IN_CI,
 
 def pinned_cut(ex) -> bool:
     """Did this request make new cuts with a pinned read boundary?"""
+    return warm_cut_boundary(ex) == "pinned"
+
+
+def warm_cut_boundary(ex) -> str | None:
+    """The read boundary a warm cut of this request was priced at: "pinned" or "worst-case"."""
     d = ex.decision
-    return d is not None and "cut" in d.changes and d.figures.get("boundary") == "pinned"
+    if d is None or "cut" not in d.changes:
+        return None
+    b = d.figures.get("boundary")
+    return b if b in ("pinned", "worst-case") else None
+
+
+def blocks_before(body: dict, message: int) -> int:
+    """Prefix blocks (tools, system, content blocks) before ``body["messages"][message]``."""
+    return len(body.get("tools") or []) + len(body.get("system") or []) + sum(
+        len(m["content"]) if isinstance(m["content"], list) else 1 for m in body["messages"][:message])
 
 
 def dearer_problems(run) -> list[str]:
@@ -50,8 +64,15 @@ def dearer_problems(run) -> list[str]:
     if run.proxied.cost > run.direct.cost + 1e-9:
         problems.append(f"proxied {run.proxied.cost:.6f} > direct {run.direct.cost:.6f}")
     for i, (ex, d, p) in enumerate(zip(run.exchanges, run.direct.bills, run.proxied.bills)):
-        if pinned_cut(ex):
+        if warm_cut_boundary(ex) == "pinned":
             continue  # a warm cut re-writes its tail on purpose; its read is checked below
+        if warm_cut_boundary(ex) == "worst-case":
+            # priced as if the read fell back to the message the economist named: it may not stop earlier
+            floor = blocks_before(run.sent[i], int(ex.decision.figures["read_stops_at"])) - 1
+            if p.read_at < floor:
+                problems.append(f"request {i}: worst-case cut read up to block {p.read_at}, "
+                                f"below its priced boundary {floor}")
+            continue
         if p.read_at < d.read_at:
             problems.append(f"request {i}: proxied read up to block {p.read_at}, direct {d.read_at}")
     return problems
