@@ -8,14 +8,9 @@ import pytest
 
 from scalpel_desktop.cli import main
 from scalpel_desktop.service.settings_file import settings_path
+from tests.support import run_cli as run
 
 GATEWAY = b'{"env": {"ANTHROPIC_BASE_URL": "https://llm-gateway.example.com/anthropic"}}'
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_settings(data: bytes):

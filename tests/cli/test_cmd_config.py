@@ -9,12 +9,7 @@ import pytest
 from scalpel_desktop.cli import main
 from scalpel_desktop.config import KEYS
 from scalpel_desktop.paths import dirs
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.support import run_cli as run
 
 
 def test_show_json_is_every_default_before_anything_is_set(capsys):

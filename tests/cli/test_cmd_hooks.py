@@ -12,17 +12,11 @@ import pytest
 
 from scalpel_desktop.cli import main
 from scalpel_desktop.service.settings_file import settings_path
-from tests.support import REPO
+from tests.support import REPO, run_cli as run
 
 FIXTURES = REPO / "tests" / "service" / "fixtures"
 MINE = b'{\n  "model": "opus",\n  "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g"}]}]}\n}'
 EVENTS = ("PreToolUse", "PostToolUse", "SessionStart")
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_install_status_uninstall_text_and_json(capsys):

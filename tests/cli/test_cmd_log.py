@@ -11,6 +11,7 @@ from scalpel_desktop.cli import main
 from scalpel_desktop.store import db
 from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.store.spill import SpillStore
+from tests.support import run_cli as run
 
 KEPT = b"the original Read result, still on disk"
 
@@ -27,12 +28,6 @@ def logged():
     CutLog(conn).record(recs)
     conn.close()
     return kept
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_rows_newest_first_with_their_spill_file(logged, capsys):

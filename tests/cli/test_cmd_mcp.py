@@ -13,9 +13,8 @@ import sys
 
 import pytest
 
-from scalpel_desktop.cli import main
 from scalpel_desktop.paths import dirs
-from tests.support import REPO
+from tests.support import REPO, run_cli as run
 
 SERVER = str(REPO / "tests" / "tools" / "mcp_test_server.py")
 SESSION = [
@@ -56,12 +55,6 @@ def test_the_flag_beats_the_environment_which_beats_the_config():
     assert listed("--hint", "github issues", hint_env="weather forecast") == GITHUB + ["scalpel_search_tools"]
     two = listed("--max-tools", "2")
     assert len(two) == 3 and set(two[:2]) <= set(GITHUB) and two[2] == "scalpel_search_tools"
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(("argv", "message"), [

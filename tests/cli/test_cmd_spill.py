@@ -18,7 +18,7 @@ from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
-from tests.support import REPO
+from tests.support import REPO, run_cli as run
 
 CWD = "/home/user/proj"
 
@@ -40,12 +40,6 @@ def cuts():
     conn.close()
     assert len(done) == 2
     return done
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_spill_ls_show_gc(cuts, capsys):

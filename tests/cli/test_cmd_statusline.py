@@ -11,7 +11,7 @@ import pytest
 
 from scalpel_desktop.cli import main
 from scalpel_desktop.service.settings_file import settings_path
-from tests.support import REPO
+from tests.support import REPO, run_cli as run
 
 FIXTURES = REPO / "tests" / "service" / "fixtures"
 MINE = b'{"statusLine": {"type": "command", "command": "my-line"}}'
@@ -33,12 +33,6 @@ def test_prints_the_context_and_cache_share_from_claude_codes_input():
 def test_never_fails_loudly_on_garbage(raw):
     cp = statusline(raw)
     assert cp.returncode == 0 and cp.stderr == b"" and cp.stdout.count(b"\n") <= 1
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_install_then_uninstall_restores_the_users_own_line(capsys):

@@ -9,12 +9,7 @@ import pytest
 from scalpel_desktop.cli import main
 from scalpel_desktop.config import Config
 from scalpel_desktop.tools.store import Declared, ToolStore
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from tests.support import run_cli as run
 
 
 def test_every_tools_command_has_help(capsys):

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import os
 import plistlib
-import subprocess
 
 from scalpel_desktop.service.launchd import PROXY_LABEL, TRAY_LABEL, LaunchdBackend
+from tests.service.recorder import Recorder as _Recorder
 
 
-class Recorder:
-    def __init__(self, fail_on: str | None = None):
-        self.calls: list[list[str]] = []
-        self.fail_on = fail_on
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        failed = self.fail_on is not None and self.fail_on in argv
-        return subprocess.CompletedProcess(argv, 1 if failed else 0, "", "Bootstrap failed: 5" if failed else "")
+def Recorder(fail_on: str | None = None) -> _Recorder:
+    return _Recorder(fail_on, 'Bootstrap failed: 5')
 
 
 def test_enable_boots_out_then_bootstraps_each_agent(isolated_home):

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.service.systemd import SystemdBackend, tray_icon_path
 from scalpel_desktop.service.templates import UNIT_NAME
+from tests.service.recorder import Recorder as _Recorder
 
 
-class Recorder:
-    def __init__(self, fail_on: str | None = None):
-        self.calls: list[list[str]] = []
-        self.fail_on = fail_on
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        failed = self.fail_on is not None and self.fail_on in argv
-        return subprocess.CompletedProcess(argv, 1 if failed else 0, "", "bus gone" if failed else "")
+def Recorder(fail_on: str | None = None) -> _Recorder:
+    return _Recorder(fail_on, 'bus gone')
 
 
 def test_enable_reloads_then_enables_now_and_writes_the_files_under_xdg_config(isolated_home):

@@ -14,18 +14,8 @@ from scalpel_desktop.service import templates
 from scalpel_desktop.service.launchd import LaunchdBackend
 from scalpel_desktop.service.systemd import SystemdBackend
 from scalpel_desktop.service.windows import WindowsBackend
+from tests.service.recorder import Recorder
 from tests.support import require
-
-
-class Recorder:
-    """A runner that records service-manager commands instead of running them."""
-
-    def __init__(self):
-        self.calls: list[list[str]] = []
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        return subprocess.CompletedProcess(argv, 0, "", "")
 
 
 def test_systemd_unit_passes_systemd_analyze_verify(isolated_home, tmp_path):

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.service import windows
 from scalpel_desktop.service.windows import PROXY_TASK, TRAY_TASK, WindowsBackend
+from tests.service.recorder import Recorder as _Recorder
 
 
-class Recorder:
-    def __init__(self, fail_on: str | None = None):
-        self.calls: list[list[str]] = []
-        self.fail_on = fail_on
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        failed = self.fail_on is not None and self.fail_on in argv
-        return subprocess.CompletedProcess(argv, 1 if failed else 0, "", "Access is denied." if failed else "")
+def Recorder(fail_on: str | None = None) -> _Recorder:
+    return _Recorder(fail_on, 'Access is denied.')
 
 
 def test_enable_creates_both_tasks_from_utf16_xml_then_runs_the_proxy(isolated_home):

@@ -40,3 +40,12 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``scalpel ARGV`` in-process: its exit code and what it printed to stdout and stderr."""
+    from scalpel_desktop.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
