@@ -26,6 +26,15 @@ def tally_cells(t) -> list[Text]:
                                                                                     justify="right")]
 
 
+def tally_table(table_id: str, first: tuple[str, str]) -> DataTable:
+    """A table of tallies (tokens by tier and cost), its first column naming the period."""
+    table: DataTable = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
+    table.add_column(first[1], key=first[0])
+    for key, label in TALLY_COLUMNS:
+        table.add_column(label, key=key)
+    return table
+
+
 class UsageView(VerticalScroll):
     """The Usage tab. ``show(data)`` replaces what is shown."""
 
@@ -34,17 +43,9 @@ class UsageView(VerticalScroll):
         yield Static("Cost per day", id="usage-chart-title", classes="subtitle")
         yield BarChart(fmt.usd, id="usage-chart")
         yield Static("Daily", classes="subtitle")
-        daily: DataTable = DataTable(id="usage-daily", cursor_type="row", zebra_stripes=True)
-        daily.add_column("Date", key="date")
-        for key, label in TALLY_COLUMNS:
-            daily.add_column(label, key=key)
-        yield daily
+        yield tally_table("usage-daily", ("date", "Date"))
         yield Static("Monthly", classes="subtitle")
-        monthly: DataTable = DataTable(id="usage-monthly", cursor_type="row", zebra_stripes=True)
-        monthly.add_column("Month", key="month")
-        for key, label in TALLY_COLUMNS:
-            monthly.add_column(label, key=key)
-        yield monthly
+        yield tally_table("usage-monthly", ("month", "Month"))
         yield Static("5-hour blocks (last 3 days)", classes="subtitle")
         blocks: DataTable = DataTable(id="usage-blocks", cursor_type="row", zebra_stripes=True)
         for key, label in (("start", "Block start"), ("state", "State"), ("requests", "Requests"),
