@@ -26,7 +26,9 @@ message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
                                  "content": st.one_of(text, st.lists(block, min_size=1, max_size=3))})
 messages = st.lists(message, min_size=1, max_size=8)
 shells = st.fixed_dictionaries({"model": st.sampled_from(["claude-sonnet-4-5", "m"])},
-                               optional={"max_tokens": st.integers(1, 64_000), "system": text, "stream": st.booleans()})
+                               optional={"max_tokens": st.integers(1, 64_000), "system": text, "stream": st.booleans(),
+                                         # a nested object with a "messages" key of its own
+                                         "metadata": st.fixed_dictionaries({"messages": messages})})
 
 
 def body(msgs, shell=None, messages_first=False):
@@ -102,6 +104,22 @@ def test_bytes_the_codec_would_not_write_are_never_laid_out():
     assert locate(raw, {"messages": [{"role": "user", "content": "hello"}, msgs[1]]}, None) is None
     # the right messages, but the bytes end before the closing bracket
     assert locate(raw[: raw.rindex(b"]")], doc, None) is None
+
+
+def test_a_nested_messages_key_before_the_real_one_is_not_taken_for_it():
+    """Regression: locate took the first ``"messages":[`` in the bytes, nested or not, and
+    proved the offsets of a copy of the messages instead of the messages themselves."""
+    msgs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    raw, doc = body(msgs, {"model": "m", "metadata": {"messages": msgs}})
+    layout = locate(raw, doc, None)
+    assert layout is not None and raw.find(MESSAGES_KEY) < layout.ends[0] - layout.sizes[0] - len(MESSAGES_KEY)
+    assert raw[: layout.ends[0] - layout.sizes[0]].endswith(b'},"messages":[')  # the top-level key
+    assert_proven(raw, doc, layout)
+    assert round_trips_by_layout(raw, doc, layout, lambda r, d: "full") is True  # proven by the layout alone
+    deep, ddoc = body(msgs, {"a": [{"b": {"messages": msgs[:1]}}, "]}\\\"messages\\\":["]})
+    assert_proven(deep, ddoc, locate(deep, ddoc, None))
+    nested_only = dumps({"metadata": {"messages": msgs}})
+    assert locate(nested_only, {"messages": msgs}, None) is None  # no top-level messages in these bytes
 
 
 def test_a_body_without_messages_has_no_layout():
