@@ -125,8 +125,8 @@ def top_level_find(raw: bytes, key: bytes) -> int:
     precedes the messages is short in practice (Claude Code sends ``model`` first)."""
     at = raw.find(key)
     while at >= 0:
-        head = _STRINGS.sub(b"", raw[:at])
-        if head.count(b"{") + head.count(b"[") - head.count(b"}") - head.count(b"]") == 1:
+        head = _STRINGS.sub(b"", raw[:at])  # a quote left over: ``at`` is inside a string (``"a\\"messages":[``)
+        if b'"' not in head and head.count(b"{") + head.count(b"[") - head.count(b"}") - head.count(b"]") == 1:
             return at
         at = raw.find(key, at + 1)
     return -1

@@ -118,6 +118,11 @@ def test_a_nested_messages_key_before_the_real_one_is_not_taken_for_it():
     assert round_trips_by_layout(raw, doc, layout, lambda r, d: "full") is True  # proven by the layout alone
     deep, ddoc = body(msgs, {"a": [{"b": {"messages": msgs[:1]}}, "]}\\\"messages\\\":["]})
     assert_proven(deep, ddoc, locate(deep, ddoc, None))
+    in_a_key, kdoc = body(msgs, {'x"messages': msgs})  # the bytes hold '"x\\"messages":[', inside a key
+    assert b'"messages":[' in in_a_key[: in_a_key.index(b',"messages":[')]
+    klayout = locate(in_a_key, kdoc, None)
+    assert_proven(in_a_key, kdoc, klayout)
+    assert klayout.ends[0] - klayout.sizes[0] == in_a_key.index(b',"messages":[') + len(b',"messages":[')
     nested_only = dumps({"metadata": {"messages": msgs}})
     assert locate(nested_only, {"messages": msgs}, None) is None  # no top-level messages in these bytes
 
