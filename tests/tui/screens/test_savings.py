@@ -1,4 +1,5 @@
-"""tui/screens/savings.py: three period cards, a chart of realized tokens per day, and the notes.
+"""tui/screens/savings.py: three period cards, a chart of realized tokens per day, and the notes
+(the one-day-of-data chart test moved here from tests/tui/test_views.py).
 
 The figures against the seeded ledger are in tests/tui/test_app.py; here the
 view alone in a bare app at 80 columns, given ``SavingsData`` built by hand.
@@ -10,11 +11,12 @@ from datetime import datetime
 
 import pytest
 
+from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import DayPoint, Period, SavingsData
 from scalpel_desktop.tui.screens.savings import (
     MIN_DAYS_SHOWN, STYLE_MONTH, STYLE_TODAY, STYLE_WEEK, SavingsView, card, shown_days,
 )
-from scalpel_desktop.tui.widgets.barchart import BarChart
+from scalpel_desktop.tui.widgets.barchart import Bar, BarChart, render_chart
 from tests.tui.helpers import host, settle, text_of
 
 pytestmark = pytest.mark.anyio
@@ -41,12 +43,27 @@ def test_a_card_is_one_figure_a_line_and_fits_a_third_of_80_columns():
 
 
 def test_the_chart_starts_at_the_first_day_with_savings_and_shows_at_least_a_week():
-    assert [p.day[-2:] for p in shown_days(days([0] * 29 + [5]))] == ["24", "25", "26", "27", "28", "29", "30"]
     assert len(shown_days(days([0] * 10 + [1] + [0] * 19))) == 20
     assert len(shown_days(days([3] + [0] * 29))) == 30
     assert len(shown_days(days([0] * 30))) == MIN_DAYS_SHOWN  # nothing saved yet: the last week, empty
     assert shown_days(days([0, 2])) == days([0, 2])  # fewer days than a week: all of them
     assert shown_days(()) == ()
+
+
+def test_one_day_of_savings_reads_as_a_week_with_labelled_bars():
+    days = tuple(DayPoint(f"2026-11-{d:02d}", float(d), 0) for d in range(1, 31))
+    days = days[:-1] + (DayPoint("2026-11-30", 30.0, 72_918),)
+    shown = shown_days(days)
+    assert [p.day[-2:] for p in shown] == ["24", "25", "26", "27", "28", "29", "30"]
+    for width in (76, 96, 116):
+        lines = render_chart([Bar(p.day[-2:], p.realized_tokens, "") for p in shown], 10, fmt.tokens_short,
+                             width=width).plain.splitlines()
+        assert all(len(ln) <= width for ln in lines)
+        assert lines[-1].split() == ["24", "25", "26", "27", "28", "29", "30"]  # every day labelled, whole
+        assert lines[0].startswith("73k") and lines[0].rstrip().endswith("█")  # the bar is tall and wide
+    thirty = render_chart([Bar(p.day[-2:], p.realized_tokens + 1, "") for p in days], 10, fmt.tokens_short,
+                          width=76).plain.splitlines()
+    assert all(len(ln) <= 76 for ln in thirty) and "30" in thirty[-1].split()
 
 
 async def test_the_tab_draws_the_cards_the_chart_and_the_notes():
