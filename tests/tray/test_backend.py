@@ -69,7 +69,6 @@ def test_the_host_found_is_the_backend_pystray_is_told_to_load(monkeypatch):
     monkeypatch.delenv("PYSTRAY_BACKEND", raising=False)
     monkeypatch.setattr(backend.sys, "platform", "linux")
     monkeypatch.setattr(backend, "find_linux_host", lambda: TrayHost("gtk"))
-    seen = {}
 
     class Icon:  # what pystray's gtk backend exports (a real one needs a display and GTK)
         __module__ = "pystray._gtk"
@@ -78,8 +77,7 @@ def test_the_host_found_is_the_backend_pystray_is_told_to_load(monkeypatch):
     fake.Icon = Icon
     monkeypatch.setitem(sys.modules, "pystray", fake)
     choice = backend.choose()
-    seen["env"] = os.environ.get("PYSTRAY_BACKEND")
-    assert choice.pystray is fake and choice.name == "gtk" and seen["env"] == "gtk"
+    assert choice.pystray is fake and choice.name == "gtk" and os.environ["PYSTRAY_BACKEND"] == "gtk"
 
 
 def test_off_linux_the_host_is_not_looked_for(monkeypatch):
