@@ -39,5 +39,9 @@ def choose() -> BackendChoice:
     except Exception as e:  # noqa: BLE001 - Xlib.error.DisplayNameError is not an ImportError
         return BackendChoice(None, "none", f"pystray could not load a tray backend ({type(e).__name__}: {e})",
                              "`scalpel doctor` checks the tray's requirements")
-    actual = getattr(getattr(pystray.Icon, "__module__", ""), "rsplit", lambda *_: [""])(".", 1)[-1]
-    return BackendChoice(pystray, actual.lstrip("_") or name or sys.platform)
+    actual = getattr(getattr(pystray.Icon, "__module__", ""), "rsplit", lambda *_: [""])(".", 1)[-1].lstrip("_")
+    # the dummy backend's Icon is pystray._base's own: its module says "base", not "dummy"
+    return BackendChoice(pystray, actual if actual in BACKENDS else name or sys.platform)
+
+
+BACKENDS = ("gtk", "appindicator", "xorg", "darwin", "win32", "dummy")  # pystray's, by their module names

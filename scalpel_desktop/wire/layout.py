@@ -13,6 +13,7 @@ by serializing only what lies around the messages.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -99,7 +100,7 @@ def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
     if k:
         cursor = ends[-1] + 1
     else:
-        at = raw.find(MESSAGES_KEY)
+        at = top_level_find(raw, MESSAGES_KEY)
         if at < 0:
             return None
         cursor = at + len(MESSAGES_KEY)
@@ -113,6 +114,25 @@ def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
         hashes.append(message_hash(msgs[i], data))
         cursor = stop + 1
     return Layout(list(ends), list(sizes), list(hashes), k)
+
+
+def top_level_find(raw: bytes, key: bytes) -> int:
+    """Where ``key`` (``"name":[``) first sits as a key of the top-level object, or -1.
+
+    A nested object before it may hold the same key (``{"metadata":{"messages":[...]},
+    "messages":[...]}``): its offsets would be proven against the wrong list. Strings
+    are blanked out (a key inside one is escaped anyway), then brackets counted. What
+    precedes the messages is short in practice (Claude Code sends ``model`` first)."""
+    at = raw.find(key)
+    while at >= 0:
+        head = _STRINGS.sub(b"", raw[:at])  # a quote left over: ``at`` is inside a string (``"a\\"messages":[``)
+        if b'"' not in head and head.count(b"{") + head.count(b"[") - head.count(b"}") - head.count(b"]") == 1:
+            return at
+        at = raw.find(key, at + 1)
+    return -1
+
+
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: no alternation per character
 
 
 def round_trips_by_layout(raw: bytes, doc: Any, layout: Layout | None, full: Callable[[bytes, Any], bool]) -> bool:

@@ -23,3 +23,24 @@ def process_service(isolated_home, monkeypatch):
 
     ProcessBackend().disable()
     assert ProcessBackend().pid() is None
+
+
+@pytest.fixture
+def project(isolated_home):
+    """The captured hook inputs' project, with the file they read."""
+    from tests.service.hook_inputs import NOTES
+
+    root = isolated_home / "project"
+    root.mkdir()
+    (root / "notes.txt").write_text(NOTES)
+    return root
+
+
+@pytest.fixture
+def ledger(isolated_home):
+    """A real ledger (all migrations) with the surgery log table."""
+    from scalpel_desktop.store.db import connect
+
+    conn = connect()
+    yield conn
+    conn.close()

@@ -1,7 +1,8 @@
-"""Claude Code hooks: install/uninstall round trip, and each hook's decisions on real captured inputs.
+"""Claude Code hooks: install/uninstall round trip, and the hooks run as Claude Code runs them.
 
 The inputs are captured from Claude Code 2.1.332 (tests/service/fixtures/README.md);
-their paths are rewritten to this test's HOME, where the files really exist.
+their paths are rewritten to this test's HOME, where the files really exist. What each hook
+decides, called directly, is in tests/service/test_hook_logic.py.
 """
 
 from __future__ import annotations
@@ -10,39 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from scalpel_desktop.service import hook_logic, hooks
 from scalpel_desktop.service.settings_file import SettingsError, settings_path
-
-FIXTURES = Path(__file__).parent / "fixtures"
-NOTES = "Project notes\n=============\nTODO: fix the greeting\nThe app prints a greeting.\n"
-
-
-def fixture(name: str, home: Path) -> dict:
-    text = (FIXTURES / name).read_text().replace("/home/user", str(home))
-    return json.loads(text)
-
-
-@pytest.fixture
-def project(isolated_home):
-    root = isolated_home / "project"
-    root.mkdir()
-    (root / "notes.txt").write_text(NOTES)
-    return root
-
-
-@pytest.fixture
-def ledger(isolated_home):
-    """A real ledger (all migrations) with the surgery log table."""
-    from scalpel_desktop.store.db import connect
-
-    conn = connect()
-    yield conn
-    conn.close()
+from tests.service.hook_inputs import fixture
 
 
 def run_hook(event: str, payload, *, raw: bytes | None = None) -> subprocess.CompletedProcess:
@@ -115,60 +89,14 @@ def test_installed_command_really_runs_the_hook(isolated_home, project):
     assert hook_logic._load(payload["session_id"])["agents"]["main"][str(project / "notes.txt")]["sha256"]
 
 
-# -- decisions ---------------------------------------------------------------------
-def _read_once(home):
-    hook_logic.post_tool_use(fixture("hook-post-read.json", home))
-
-
+# -- the hooks as Claude Code runs them (hooks_entry in a child process) ------------------
 def test_full_reread_of_unchanged_file_is_denied_when_the_log_shows_no_cut(isolated_home, project, ledger):
-    _read_once(isolated_home)
+    hook_logic.post_tool_use(fixture("hook-post-read.json", isolated_home))
     cp = run_hook("pre-tool-use", fixture("hook-pre-read.json", isolated_home))
     assert cp.returncode == 0
     out = json.loads(cp.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
     assert "notes.txt" in out["permissionDecisionReason"] and "offset" in out["permissionDecisionReason"]
-
-
-def test_reread_allowed_when_the_proxy_cut_the_earlier_read(isolated_home, project, ledger):
-    post = fixture("hook-post-read.json", isolated_home)
-    hook_logic.post_tool_use(post)
-    from scalpel_desktop.store.cutlog import CutLog, CutRecord
-
-    CutLog(ledger).record(CutRecord(post["tool_use_id"], post["session_id"], "", time.time(), "stale_large", 900,
-                                    "ab", 1, "cd"))  # the surgery log's own writer, as the proxy records a cut
-    assert hook_logic.pre_tool_use(fixture("hook-pre-read.json", isolated_home)) is None
-
-
-def test_reread_allowed_when_uncertain_without_a_surgery_log(isolated_home, project):
-    _read_once(isolated_home)
-    assert hook_logic.pre_tool_use(fixture("hook-pre-read.json", isolated_home)) is None
-
-
-@pytest.mark.parametrize("change", ["edit_on_disk", "offset", "limit", "subagent", "edit_tool", "other_session", "compact"])
-def test_reread_allowed(isolated_home, project, ledger, change):
-    _read_once(isolated_home)
-    pre = fixture("hook-pre-read.json", isolated_home)
-    if change == "edit_on_disk":
-        (project / "notes.txt").write_text(NOTES.replace("TODO", "DONE"))
-    elif change in ("offset", "limit"):
-        pre["tool_input"][change] = 2
-    elif change == "subagent":
-        pre = fixture("hook-pre-read-subagent.json", isolated_home)
-    elif change == "edit_tool":
-        hook_logic.post_tool_use(fixture("hook-post-edit.json", isolated_home))
-    elif change == "other_session":
-        pre["session_id"] = "another-session"
-    elif change == "compact":
-        start = fixture("hook-session-start.json", isolated_home)
-        hook_logic.session_start({**start, "source": "compact"})
-    assert hook_logic.pre_tool_use(pre) is None
-
-
-def test_a_truncated_read_is_not_recorded(isolated_home, project, ledger):
-    post = fixture("hook-post-read.json", isolated_home)
-    post["tool_response"]["file"]["numLines"] = 2
-    hook_logic.post_tool_use(post)
-    assert hook_logic.pre_tool_use(fixture("hook-pre-read.json", isolated_home)) is None
 
 
 @pytest.mark.parametrize("raw", [b"", b"not json", b"[1,2]", b'{"tool_name": "Read", "tool_input": 5}', b"\xff\xfe"])

@@ -152,17 +152,6 @@ def test_a_proxy_that_cannot_start_is_a_tray_error(isolated_home, monkeypatch, p
         tray_app.run_tray()
 
 
-def test_backend_choice_without_display(monkeypatch):
-    from scalpel_desktop.tray import backend
-
-    monkeypatch.delenv("PYSTRAY_BACKEND", raising=False)
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    monkeypatch.setattr(backend.sys, "platform", "linux")
-    choice = backend.choose()
-    assert choice.pystray is None and "no display" in choice.reason and "desktop session" in choice.hint
-
-
 def _seed_today_and_yesterday():
     """Rows through the real writer: three today (thousands of tokens), one yesterday."""
     from scalpel_desktop import clock

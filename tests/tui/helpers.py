@@ -91,3 +91,30 @@ def expected_realized(seed: Seed, days: int) -> tuple[int, float]:
     start = period_start(seed.now, days)
     rows = [r for r in seed.requests if start <= r["ts"] <= seed.now]
     return (sum(r["realized_tokens"] or 0 for r in rows), sum(r["realized_usd"] or 0.0 for r in rows))
+
+
+# -- a bare app around one view or widget, for a module's own pilot tests ---------------------
+def host(make: Any, css: str = "") -> Any:
+    """An App that composes ``make()`` alone and records the dashboard messages posted to it
+    (``app.posted``), as the real app would receive them."""
+    from textual.app import App
+
+    from scalpel_desktop.tui.messages import ControlRequested, ReloadRequested
+
+    class Host(App):
+        CSS = css
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.posted: list = []
+
+        def compose(self):
+            yield make()
+
+        def on_control_requested(self, message: ControlRequested) -> None:
+            self.posted.append(message)
+
+        def on_reload_requested(self, message: ReloadRequested) -> None:
+            self.posted.append(message)
+
+    return Host()

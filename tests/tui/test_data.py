@@ -6,7 +6,7 @@ import pytest
 
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.store.ledger_queries import today_savings
-from scalpel_desktop.tui import data, inventory
+from scalpel_desktop.tui import data
 from tests.tui.helpers import expected_realized, expected_session, listed_sessions, period_start
 from tests.tui.seed import DAY
 
@@ -94,21 +94,6 @@ def test_decisions_log_and_cuts(seeded, conn):
     assert any(c.spill_bytes is None for c in got.cuts)  # the seed has a gone spill file
     everything = data.load_decisions(conn, seeded.now, include_unchanged=True)
     assert any(d.decision == "unchanged" for d in everything.decisions)
-
-
-def test_tools_inventory_and_suggestions(seeded, conn):
-    got = inventory.load_tools(conn, seeded.now, tool_filter=False)
-    names = {t.name: t for t in got.tools}
-    assert got.removals == seeded.removals
-    assert names["mcp__linear__create_issue"].removal == "mcp__linear"
-    assert names["Read"].removal is None and names["Read"].calls > 0
-    assert names["mcp__linear__search_issues"].realized_tokens == sum(
-        r[5] for r in seeded.filter_savings if r[4] == "mcp__linear__search_issues")
-    suggested = {s.name: s for s in got.suggestions}
-    assert "mcp__playwright" in suggested and "mcp__linear" not in suggested
-    assert "Read" not in suggested and "TodoWrite" in suggested and suggested["TodoWrite"].needs_force
-    assert suggested["mcp__playwright"].sessions == len(seeded.sessions)
-    assert got.coverage_sessions == len(seeded.sessions)
 
 
 def test_ledger_version_moves_with_new_rows(seeded, conn):

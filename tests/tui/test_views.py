@@ -96,23 +96,3 @@ async def test_usage_tab_daily_monthly_and_the_active_block(seeded):
         mrows = [r for r in seeded.requests if _with_usage(r) and r["ts"] <= NOW
                  and datetime.fromtimestamp(r["ts"]).strftime("%Y-%m") == month]
         assert row_text(app, "#usage-monthly", month)[6] == fmt.usd(sum(_cost(r, prices) for r in mrows))
-
-
-def test_one_day_of_savings_reads_as_a_week_with_labelled_bars():
-    from scalpel_desktop.tui.data import DayPoint
-    from scalpel_desktop.tui.screens.savings import shown_days
-    from scalpel_desktop.tui.widgets.barchart import Bar, render_chart
-
-    days = tuple(DayPoint(f"2026-11-{d:02d}", float(d), 0) for d in range(1, 31))
-    days = days[:-1] + (DayPoint("2026-11-30", 30.0, 72_918),)
-    shown = shown_days(days)
-    assert [p.day[-2:] for p in shown] == ["24", "25", "26", "27", "28", "29", "30"]
-    for width in (76, 96, 116):
-        lines = render_chart([Bar(p.day[-2:], p.realized_tokens, "") for p in shown], 10, fmt.tokens_short,
-                             width=width).plain.splitlines()
-        assert all(len(ln) <= width for ln in lines)
-        assert lines[-1].split() == ["24", "25", "26", "27", "28", "29", "30"]  # every day labelled, whole
-        assert lines[0].startswith("73k") and lines[0].rstrip().endswith("█")  # the bar is tall and wide
-    thirty = render_chart([Bar(p.day[-2:], p.realized_tokens + 1, "") for p in days], 10, fmt.tokens_short,
-                          width=76).plain.splitlines()
-    assert all(len(ln) <= 76 for ln in thirty) and "30" in thirty[-1].split()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -95,6 +96,17 @@ class DecisionsView(Vertical):
             self._detail(self._cuts.get(event.row_key.value))
         elif event.data_table.has_focus:
             self._decision_detail(self._decisions.get(event.row_key.value))
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Tab to the other table: the detail follows its highlighted row."""
+        table = event.widget
+        if not isinstance(table, DataTable) or table.row_count == 0:
+            return
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        if table.id == "cuts-table":
+            self._detail(self._cuts.get(key))
+        elif table.id == "decisions-table":
+            self._decision_detail(self._decisions.get(key))
 
     def _decision_detail(self, d: DecisionRow | None) -> None:
         if d is None:

@@ -7,6 +7,7 @@ with no proxy the toggles are shown disabled, with the reason.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -158,6 +159,9 @@ class ToolsView(Vertical):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._describe()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._describe()  # tab to the other table: the detail follows its highlighted row
 
     def _describe(self) -> None:
         detail = self.query_one("#tools-detail", Static)

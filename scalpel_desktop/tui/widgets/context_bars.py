@@ -16,8 +16,9 @@ from scalpel_desktop.tui import format as fmt
 
 COLOURS = {"system": "#a371f7", "tools": "#4a8fe7", "mcp_tools": "#39c5cf", "messages": "#3fb950",
            "tool_results": "#f5c542", "dead": "#f85149", "free": "#6e7681", "removed": "#8b949e"}
-LABEL_W = 14
-BAR_W = 10
+LABEL_W = 16  # the longest label and a space: a label never runs into its bar
+BAR_W = 8  # a row is LABEL_W + BAR_W + 15 = 39 cells: the pane (dashboard.tcss #sessions-context) has 40
+DEAD_LABEL = "  of which dead"  # a sub-row of the tool results
 
 
 def breakdown_text(ctx) -> Text:
@@ -30,17 +31,17 @@ def breakdown_text(ctx) -> Text:
     out.append(f" · {how}\n", style="dim")
     window = max(1, ctx.window)
 
-    def row(label: str, tokens: int | None, colour: str, note: str = "") -> None:
+    def row(label: str, tokens: int | None, colour: str, unknown: str = "—") -> None:
         share = None if tokens is None else tokens / window
         out.append(f"{label:<{LABEL_W}}", style="dim" if label.startswith(" ") else "")
         out.append(fmt.bar(share, BAR_W), style=colour)
-        out.append(f" {fmt.tokens(tokens):>9} {fmt.pct(share):>4}{note}\n")
+        out.append(f" {fmt.tokens(tokens) if tokens is not None else unknown:>9} {fmt.pct(share):>4}\n")
 
     if ctx.regions:
         for key, label, tokens in ctx.regions:
             row(label, tokens, COLOURS[key])
             if key == "tool_results":
-                row("  of which dead", ctx.dead_left, COLOURS["dead"], "" if ctx.dead_left is not None else " n/a")
+                row(DEAD_LABEL, ctx.dead_left, COLOURS["dead"], unknown="n/a")
     else:
         out.append("split not recorded for this request (older ledger rows)\n", style="dim")
     row("Free space", ctx.free, COLOURS["free"])
