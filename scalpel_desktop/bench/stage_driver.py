@@ -42,6 +42,7 @@ class SequenceBodies:
         self._msgs: dict[tuple, dict] = {}
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
+        self._layouts: dict[int, Any] = {}
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -83,6 +84,21 @@ class SequenceBodies:
         if k >= 2:  # the arms step in lockstep
             self._docs.pop(k - 2, None)
             self._spans.pop(k - 2, None)
+            self._layouts.pop(k - 2, None)
+        return got
+
+    def layout(self, k: int) -> tuple[Any, bytes | None]:
+        """(layout of request ``k``'s body, the previous body it re-used): found once for every
+        arm, as the proxy's parse-reuse hands it to the stage (``ex.layout``, ``ex.layout_base``)."""
+        got = self._layouts.get(k)
+        if got is None:
+            from scalpel_desktop.wire.layout import LaidOutBody, locate
+
+            body, doc = self.doc(k)
+            prev = self._layouts.get(k - 1) if k > 0 else None
+            base = self._docs[k - 1][0] if prev is not None and prev[0] is not None and k - 1 in self._docs else None
+            layout = locate(body, doc, LaidOutBody(base, prev[0]) if base is not None else None)
+            got = self._layouts[k] = (layout, base if layout is not None and layout.reused else None)
         return got
 
     def _messages(self, req: Request) -> list[dict]:
@@ -166,6 +182,7 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
         ex = Exchange(api, model=req.model)
         ex.set_doc(doc)
+        ex.layout, ex.layout_base = self.bodies.layout(k)
         if self._key is None:
             from scalpel_desktop.wire.identity import conversation_key
 
