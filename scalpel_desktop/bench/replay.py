@@ -127,7 +127,7 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
-                    scratch: str | None = None, history: Any = None) -> SessionResult:
+                    scratch: str | None = None, history: Any = None, share_hinted: bool = True) -> SessionResult:
     from scalpel_desktop.config import KEYS
     from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -141,16 +141,24 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     arms: dict[str, Any] = {"off": sim.arm()}
     drivers: dict[str, StageDriver] = {}
     cutters: dict[str, Any] = {}
+    # A hinted arm told no break (the usage shows none) gets what its plain arm gets, request
+    # by request: it is that arm, not run twice (``share_hinted=False`` runs it anyway).
+    same = share_hinted and not any(h is not None for h in bodies.hints(sim))
+    order: dict[str, None] = {"off": None}  # every arm's name, in the order its figures are reported
     try:
         for name in policies:
             if name in STAGE_POLICIES:
                 for arm_name, hints in ((name, False), (name + HINTED, True)):
                     if arm_name.endswith(HINTED) and not hinted:
                         continue
+                    order[arm_name] = None
+                    if hints and same:
+                        continue
                     d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints,
                                                         scratch=scratch, history=history)
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
-            elif name in keepalive.ARMS:
+                continue
+            if name in keepalive.ARMS:
                 arms[name] = sim.arm(kind=keepalive.KeepAliveArm, as_5m=name.startswith("as-5m"),
                                      pings=name.endswith("keepalive"), margin=float(cfg["ttl_margin_s"]),
                                      factor=float(cfg["payback_factor"]))
@@ -162,7 +170,10 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                                                      "content": CLEARED_TEXT})))
                 c = cutters[name] = FirstPartyCuts(seq, lambda k: seq.requests[k].usage.prompt_tokens, cleared)
                 arms[name] = sim.arm(c)
+            if name in arms:
+                order[name] = None
         if ceiling:
+            order["ceiling"] = None
             arms["ceiling"] = sim.arm(DoomCuts(bodies.spans, stub, "ceiling"), free=True)
         errors: dict[str, str] = {}
         for k in range(len(seq.requests)):
@@ -182,8 +193,11 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         for d in drivers.values():
             d.close()
     base = arms["off"].bill
-    costs = {name: (base.sim_cost if name in errors else arm.bill.sim_cost) for name, arm in arms.items()}
-    cuts = {name: len(d.cuts) for name, d in drivers.items()}
+    run = {name: name if name in arms else name[: -len(HINTED)] for name in order}  # arm -> the arm it is
+    errors = {alias: e for name, e in errors.items() for alias in (name, name + HINTED)
+              if alias == name or (alias in order and alias not in arms)}
+    costs = {name: (base.sim_cost if name in errors else arms[run[name]].bill.sim_cost) for name in order}
+    cuts = {name: len(drivers[run[name]].cuts) for name in order if run[name] in drivers}
     for name, c in cutters.items():
         if name not in errors:
             cuts[name] = len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c)

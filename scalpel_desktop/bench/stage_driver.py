@@ -20,6 +20,7 @@ it: their saving needs no break inferred from the usage.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import shutil
 import tempfile
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.surgery.stage import SurgeryStage
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
@@ -43,6 +45,8 @@ class SequenceBodies:
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
         self._layouts: dict[int, Any] = {}
+        self._hints: list[int | None] | None = None
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, its RequestShape): see _SharedShapeStage
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -86,6 +90,15 @@ class SequenceBodies:
             self._spans.pop(k - 2, None)
             self._layouts.pop(k - 2, None)
         return got
+
+    def hints(self, sim: SequenceSimulator) -> list[int | None]:
+        """The hinted arms' break of every request (``rewrite_hints``), found once."""
+        if self._hints is None:
+            self._hints = rewrite_hints(sim)
+        return self._hints
+
+    def hint(self, k: int, sim: SequenceSimulator) -> int | None:
+        return self.hints(sim)[k]
 
     def layout(self, k: int) -> tuple[Any, bytes | None]:
         """(layout of request ``k``'s body, the previous body it re-used): found once for every
@@ -137,7 +150,6 @@ class StageDriver:
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
                  sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = False, scratch: str | None = None,
                  history: Any = None):
-        from scalpel_desktop.surgery.stage import SurgeryStage
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
         from scalpel_desktop.surgery.economist import Economist
@@ -151,8 +163,9 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
-                                  Economist(cfg, prices, history), prices)
+        self.stage = _SharedShapeStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
+                                       Economist(cfg, prices, history), prices)
+        self.stage.shapes = bodies.shapes
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
@@ -188,7 +201,7 @@ class StageDriver:
 
             self._key = conversation_key(self.headers, doc)
         ex.key = self._key
-        hint = self.rewrite_at(k, req) if self.hints else None
+        hint = self.bodies.hint(k, self.sim) if self.hints else None
         if hint is not None:
             ex.client_rewrite_at = hint
         self._k = k
@@ -204,23 +217,7 @@ class StageDriver:
     def rewrite_at(self, k: int, req: Request) -> int | None:
         """The message index at which the real usage shows request ``k``'s cache read stopping
         short of the previous request's whole prompt (None: it did not)."""
-        if k == 0:
-            return None
-        b = self.sim.read_at[k]
-        prev_units = len(self.sim.units(k - 1, None)[0])
-        keys = self.sim.units(k, None)[0]
-        if b >= prev_units or keys[:prev_units] != self.sim.units(k - 1, None)[0]:
-            return None  # read all of it, or the history changed (compaction, rewind): the bytes show that
-        line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
-        if line is None:
-            return None
-        msg, prev = -1, None
-        for ln in req.history:  # SequenceBodies merges consecutive same-role lines
-            if ln.role != prev:
-                msg, prev = msg + 1, ln.role
-            if ln.index == line:
-                return max(0, msg)
-        return None
+        return rewrite_at(self.sim, k, req)
 
     def after(self, k: int, req: Request, usage: Usage) -> None:
         from scalpel_desktop.exchange import ResponseResult
@@ -231,6 +228,53 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
+
+
+class _SharedShapeStage(SurgeryStage):
+    """The shipped stage, with each body's request shape (region hashes, TTL, per-unit sizes,
+    pinnable blocks: all from the body alone) built once for every arm of the same warmth;
+    only what is the arm's own (the hashes of what it sent, its hint) is its own."""
+
+    shapes: dict[bool, tuple]
+
+    def _shape(self, ex, doc, ckey, model, hashes, layout, pol):
+        if ex.new_body is not None or doc is not ex.doc:  # a body this arm changed: its own shape
+            return super()._shape(ex, doc, ckey, model, hashes, layout, pol)
+        got = self.shapes.get(pol.warm)
+        if got is None or got[0] is not doc or got[1] is not ex.request.body:
+            shape = super()._shape(ex, doc, ckey, model, hashes, layout, pol)
+            self.shapes[pol.warm] = (doc, ex.request.body, shape)
+            return shape
+        return replace(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
+
+
+def rewrite_at(sim: SequenceSimulator, k: int, req: Request) -> int | None:
+    """The message index at which the real usage shows request ``k``'s cache read stopping
+    short of the previous request's whole prompt (None: it did not): a function of the
+    transcript alone, the same for every arm."""
+    if k == 0:
+        return None
+    b = sim.read_at[k]
+    prev_keys = sim.units(k - 1, None)[0]
+    prev_units = len(prev_keys)
+    keys = sim.units(k, None)[0]
+    if b >= prev_units or keys[:prev_units] != prev_keys:
+        return None  # read all of it, or the history changed (compaction, rewind): the bytes show that
+    line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
+    if line is None:
+        return None
+    msg, prev = -1, None
+    for ln in req.history:  # SequenceBodies merges consecutive same-role lines
+        if ln.role != prev:
+            msg, prev = msg + 1, ln.role
+        if ln.index == line:
+            return max(0, msg)
+    return None
+
+
+def rewrite_hints(sim: SequenceSimulator) -> list[int | None]:
+    """``rewrite_at`` of every request of the simulator's sequence."""
+    return [rewrite_at(sim, k, req) for k, req in enumerate(sim.seq.requests)]
 
 
 _LOG_TEMPLATE = None
