@@ -46,7 +46,8 @@ class SequenceBodies:
         self._spans: dict[int, list] = {}
         self._layouts: dict[int, Any] = {}
         self._hints: list[int | None] | None = None
-        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, its RequestShape): see _SharedShapeStage
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedShapeStage
+        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedShapeStage
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -165,7 +166,7 @@ class StageDriver:
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
         self.stage = _SharedShapeStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
                                        Economist(cfg, prices, history), prices)
-        self.stage.shapes = bodies.shapes
+        self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
@@ -231,11 +232,35 @@ class StageDriver:
 
 
 class _SharedShapeStage(SurgeryStage):
-    """The shipped stage, with each body's request shape (region hashes, TTL, per-unit sizes,
-    pinnable blocks: all from the body alone) built once for every arm of the same warmth;
-    only what is the arm's own (the hashes of what it sent, its hint) is its own."""
+    """The shipped stage, with what depends on a body alone found once for every arm:
+
+    * its request shape (region hashes, TTL, per-unit sizes, pinnable blocks), per warmth;
+      only what is the arm's own (the hashes of what it sent, its hint) is its own;
+    * the verdict on a rewrite (``surgery/validate.rewrite_problem``: a function of the
+      original document and the rewritten one), keyed by the original document and the
+      rewritten body's bytes: arms that cut the same results send the same bytes."""
 
     shapes: dict[bool, tuple]
+    verdicts: dict
+
+    def _rewrite_problem(self, view, validated=None) -> str:
+        from scalpel_desktop.surgery.validate import _API_KNOWN, rewrite_problem
+
+        doc = view.original_doc
+        mine = self.verdicts
+        if mine.get("doc") is not doc:  # a new request: the last one's verdicts go
+            mine.clear()
+            mine["doc"] = doc  # (held: its id stays its own)
+        body = view.serialize()
+        got = mine.get(body)
+        if got is None:
+            problem = rewrite_problem(view, validated=validated)
+            mine[body] = (problem, view.__dict__.get(_API_KNOWN))
+            return problem
+        problem, known = got
+        if known is not None:  # what the API check learnt of these very messages (checked by identity)
+            view.__dict__[_API_KNOWN] = known
+        return problem
 
     def _shape(self, ex, doc, ckey, model, hashes, layout, pol):
         if ex.new_body is not None or doc is not ex.doc:  # a body this arm changed: its own shape
