@@ -127,7 +127,10 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
-                    scratch: str | None = None, history: Any = None, share_hinted: bool = True) -> SessionResult:
+                    scratch: str | None = None, history: Any = None, share: bool = True) -> SessionResult:
+    """Every arm of one sequence, in lockstep. ``share=False``: every arm does its own work
+    (no hinted arm taken for its plain one, each stage arm lays out, shapes and validates
+    every body itself): the same figures, slower (``benchmarks/bench_speed.py``' baseline)."""
     from scalpel_desktop.config import KEYS
     from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -136,14 +139,14 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     cfg.update(config or {})
     cfg["tier"] = tier
     sim = SequenceSimulator(seq, prices, counter=counter, pooled=pooled)
-    bodies = SequenceBodies(seq, cfg, tier)
+    bodies = SequenceBodies(seq, cfg, tier, share=share)
     stub = stub_tokens(sim)
     arms: dict[str, Any] = {"off": sim.arm()}
     drivers: dict[str, StageDriver] = {}
     cutters: dict[str, Any] = {}
     # A hinted arm told no break (the usage shows none) gets what its plain arm gets, request
-    # by request: it is that arm, not run twice (``share_hinted=False`` runs it anyway).
-    same = share_hinted and not any(h is not None for h in bodies.hints(sim))
+    # by request: it is that arm, not run twice.
+    same = share and not any(h is not None for h in bodies.hints(sim))
     order: dict[str, None] = {"off": None}  # every arm's name, in the order its figures are reported
     try:
         for name in policies:
@@ -217,7 +220,7 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
                   max_requests: int = 5000, files: list[FileResult] | None = None,
-                  hinted: bool = True) -> ReplayResult:
+                  hinted: bool = True, share: bool = True) -> ReplayResult:
     """Replay every sequence under ``root`` (default: the user's own transcripts)."""
     if prices is None:
         from scalpel_desktop.accounting.prices import PriceTable
@@ -249,7 +252,8 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
         for i, seq in enumerate(seqs):
             try:
                 out.append(replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter,
-                                           pooled=pooled, scratch=scratch, history=history_before(seqs, seq)))
+                                           pooled=pooled, scratch=scratch, history=history_before(seqs, seq),
+                                           share=share))
             except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
                 skipped["errors"] += 1
             if progress:

@@ -37,8 +37,9 @@ from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
 class SequenceBodies:
     """The request bodies of one sequence as Claude Code would send them, built once."""
 
-    def __init__(self, seq: Sequence, config: Any, tier: int):
+    def __init__(self, seq: Sequence, config: Any, tier: int, share: bool = True):
         self.seq = seq
+        self.share = share  # False: each stage arm lays out, shapes and validates every body itself
         self.config = config
         self.tier = tier
         self._msgs: dict[tuple, dict] = {}
@@ -46,6 +47,7 @@ class SequenceBodies:
         self._spans: dict[int, list] = {}
         self._layouts: dict[int, Any] = {}
         self._hints: list[int | None] | None = None
+        self._last: tuple | None = None  # (history, its messages, where its last message starts)
         self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedShapeStage
         self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedShapeStage
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
@@ -117,19 +119,31 @@ class SequenceBodies:
 
     def _messages(self, req: Request) -> list[dict]:
         """Consecutive same-role lines merged into one message; a message of the same
-        lines is the same object in every request (never mutated)."""
+        lines is the same object in every request (never mutated). A history that extends
+        the previous request's keeps its messages but the last, which may grow."""
+        hist = req.history
         out: list[dict] = []
+        start = 0
+        prev = self._last
+        if prev is not None:
+            ph, pout, pstart = prev
+            if pout and len(ph) <= len(hist) and all(a is b for a, b in zip(ph, hist)):
+                out, start = pout[:-1], pstart
+        last_start = start
         group: list = []
-        for ln in req.history + [None]:
+        for i in range(start, len(hist) + 1):
+            ln = hist[i] if i < len(hist) else None
             if group and (ln is None or ln.role != group[0].role):
                 key = tuple(id(x) for x in group)
                 m = self._msgs.get(key)
                 if m is None:
                     m = self._msgs[key] = {"role": group[0].role, "content": [b for x in group for b in x.blocks]}
                 out.append(m)
+                last_start = i - len(group)
                 group = []
             if ln is not None:
                 group.append(ln)
+        self._last = (hist, list(out), last_start)
         return out
 
     def spans(self, k: int) -> list:
@@ -164,9 +178,11 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        self.stage = _SharedShapeStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
-                                       Economist(cfg, prices, history), prices)
-        self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
+        kind = _SharedShapeStage if bodies.share else SurgeryStage
+        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
+                          Economist(cfg, prices, history), prices)
+        if bodies.share:
+            self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
@@ -196,7 +212,8 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
         ex = Exchange(api, model=req.model)
         ex.set_doc(doc)
-        ex.layout, ex.layout_base = self.bodies.layout(k)
+        if self.bodies.share:
+            ex.layout, ex.layout_base = self.bodies.layout(k)
         if self._key is None:
             from scalpel_desktop.wire.identity import conversation_key
 
