@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalpel_desktop.bench import keepalive
+from scalpel_desktop.bench import keepalive, parallel
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
@@ -220,8 +220,11 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
                   max_requests: int = 5000, files: list[FileResult] | None = None,
-                  hinted: bool = True, share: bool = True) -> ReplayResult:
-    """Replay every sequence under ``root`` (default: the user's own transcripts)."""
+                  hinted: bool = True, share: bool = True, jobs: int = 1) -> ReplayResult:
+    """Replay every sequence under ``root`` (default: the user's own transcripts).
+
+    ``share``: see ``replay_sequence``; ``jobs``: processes to replay the sequences on
+    (``bench/parallel.py``: the same figures, in the same order, as one)."""
     if prices is None:
         from scalpel_desktop.accounting.prices import PriceTable
 
@@ -246,20 +249,20 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     counter = ByteCounter()
     # the user's own data, for a sequence that measured nothing itself
     pooled = pool(measure(s, counter) for s in seqs)
-    out: list[SessionResult] = []
     scratch = scratch_dir()
+
+    def one(i: int) -> SessionResult:
+        seq = seqs[i]
+        return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
+                               scratch=scratch, history=history_before(seqs, seq), share=share)
+
     try:
-        for i, seq in enumerate(seqs):
-            try:
-                out.append(replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter,
-                                           pooled=pooled, scratch=scratch, history=history_before(seqs, seq),
-                                           share=share))
-            except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
-                skipped["errors"] += 1
-            if progress:
-                progress(i + 1, len(seqs))
+        # a session that breaks the bench is counted, not fatal
+        got = parallel.run_all(one, len(seqs), jobs, [len(s.requests) for s in seqs], progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    out = [r for r in got if r is not parallel.FAILED]
+    skipped["errors"] += len(got) - len(out)
     return ReplayResult(out, skipped, len(results), sum(f.lines for f in results),
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 
