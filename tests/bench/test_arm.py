@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.reader import read_file
@@ -91,11 +93,16 @@ def _built(keys, roles, tokens):
     return u.pb.blocks
 
 
-def test_the_bound_on_what_an_arms_entries_hold_holds_after_every_bill(tmp_path):
+@pytest.mark.parametrize("pings", [False, True])
+def test_the_bound_on_what_an_arms_entries_hold_holds_after_every_bill(tmp_path, pings):
+    from scalpel_desktop.bench.keepalive import KeepAliveArm
+
     seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8, gap_at=5, gap=900.0)).sequences[0]
-    arm = SequenceSimulator(seq, PRICES).arm()
+    sim = SequenceSimulator(seq, PRICES)
+    arm = sim.arm(kind=KeepAliveArm, pings=True) if pings else sim.arm()  # pings bill entries of their own
     for k in range(len(seq.requests)):
         arm.step(k)
         reach = max((e.tokens for e in arm.cache.entries.values()), default=-1)
         assert reach <= arm._reach[seq.requests[k].model]  # the bound the scan is skipped on holds
     assert arm.cache.entries
+    assert not pings or arm.pings_sent > 0
