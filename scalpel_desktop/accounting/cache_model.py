@@ -181,10 +181,10 @@ class PromptCache:
 
         each = self.refresh == "each"
         hits: list[int] = []
+        get, lookback = self.entries.get, self.lookback
         for i, _ttl in bps:
-            lo = max(0, i - self.lookback)
-            for j in range(i, lo - 1, -1):
-                entry = self.entries.get((key, blocks[j].chain))
+            for j in range(i, max(0, i - lookback) - 1, -1):
+                entry = get((key, blocks[j].chain))
                 if entry is not None and entry.expires > now:
                     if not dry_run and each:
                         entry.expires = now + TTL_SECONDS[entry.ttl]
