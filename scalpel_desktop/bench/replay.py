@@ -10,8 +10,12 @@ gets wrong the same way in both cancels. Its unmodified arm (``off``) is also
 compared with the real bill: that is the check (``bench/check.py``).
 
 For every sequence (a main thread, a sidechain, a subagent file), all arms go
-in lockstep, request by request, so each body, its parsed document and its
-doom analysis are built once for all of them (``bench/stage_driver.py``):
+in lockstep, request by request, so each body, its parsed document, its
+layout, its request shape, its doom analysis and the verdict on each rewrite
+of it are built once for all of them (``bench/stage_driver.py``; a hinted arm
+the usage tells no break is its plain arm; ``share=False`` turns all of it
+off: the same figures, slower). Sequences may replay on several processes
+(``jobs``, ``bench/parallel.py``):
 
 * ``off``: the unmodified requests;
 * ``cold``, ``death`` and ``payback`` through ``surgery.stage.SurgeryStage``

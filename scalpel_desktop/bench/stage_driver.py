@@ -7,7 +7,9 @@ the stage as the proxy's parse-reuse would: messages shared with the previous
 request are the very same objects, so the stage's view is incremental) and
 the doom analysis of each body (a pure function of its content, the tier and
 the config), memoised for every arm and for the bench's own ``naive`` and
-``ceiling`` arms.
+``ceiling`` arms. So are its layout (``ex.layout``, as parse-reuse hands it
+over), its request shape and the verdicts on its rewrites
+(:class:`_SharedShapeStage`); ``share=False`` gives every arm its own.
 
 The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
