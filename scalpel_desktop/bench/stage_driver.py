@@ -9,7 +9,7 @@ the doom analysis of each body (a pure function of its content, the tier and
 the config), memoised for every arm and for the bench's own ``naive`` and
 ``ceiling`` arms. So are its layout (``ex.layout``, as parse-reuse hands it
 over), its request shape and the verdicts on its rewrites
-(:class:`_SharedShapeStage`); ``share=False`` gives every arm its own.
+(:class:`_SharedBodyStage`); ``share=False`` gives every arm its own.
 
 The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
@@ -50,8 +50,8 @@ class SequenceBodies:
         self._layouts: dict[int, Any] = {}
         self._hints: list[int | None] | None = None
         self._last: tuple | None = None  # (history, its messages, where its last message starts)
-        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedShapeStage
-        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedShapeStage
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedBodyStage
+        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedBodyStage
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -180,7 +180,7 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        kind = _SharedShapeStage if bodies.share else SurgeryStage
+        kind = _SharedBodyStage if bodies.share else SurgeryStage
         self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
                           Economist(cfg, prices, history), prices)
         if bodies.share:
@@ -250,7 +250,7 @@ class StageDriver:
         self._ex = None
 
 
-class _SharedShapeStage(SurgeryStage):
+class _SharedBodyStage(SurgeryStage):
     """The shipped stage, with what depends on a body alone found once for every arm:
 
     * its request shape (region hashes, TTL, per-unit sizes, pinnable blocks), per warmth;
