@@ -60,6 +60,7 @@ or by building ``Block`` s itself.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Hashable, Mapping, Sequence
@@ -91,6 +92,7 @@ MIN_CACHEABLE_TABLE: tuple[tuple[str, int], ...] = (
 )
 
 
+@lru_cache(maxsize=256)
 def min_cacheable_for(model: str | None) -> int:
     """The minimum cacheable prefix (tokens) for ``model``; 1,024 when unknown."""
     name = (model or "").lower()
@@ -155,12 +157,15 @@ class PromptCache:
 
     def bill_detail(self, key: Hashable, blocks: Sequence[Block], now: float, *,
                     breakpoints: Mapping[int, str] | None = None, min_cacheable: int | None = None,
-                    dry_run: bool = False, also_read: int | None = None) -> Bill:
+                    dry_run: bool = False, also_read: int | None = None,
+                    cum: Sequence[int] | None = None) -> Bill:
         """``bill`` with the positions read and written. ``breakpoints`` ({index: ttl})
         overrides the blocks' own markers (the bench moves them without copying).
         ``dry_run``: what the request would cost, leaving every entry as it was.
         ``also_read``: a block index whose entry is looked up whatever the lookback
-        (the bench, where a request's real usage shows the provider read there)."""
+        (the bench, where a request's real usage shows the provider read there).
+        ``cum``: the blocks' running token sums (``cum[i]``: tokens before block i), when the
+        caller has them (the bench shares them across its arms)."""
         if breakpoints is None:
             bps = [(i, b.breakpoint) for i, b in enumerate(blocks) if b.breakpoint]
         else:
@@ -169,16 +174,17 @@ class PromptCache:
                 raise ValueError(f"breakpoint index out of range 0..{len(blocks) - 1}: {[i for i, _ in bps]}")
         check_breakpoints([t for _, t in bps])
         floor = self.min_cacheable if min_cacheable is None else min_cacheable
-        cum = _prefix_sums(blocks)
+        if cum is None or len(cum) != len(blocks) + 1:
+            cum = _prefix_sums(blocks)
         total = cum[-1]
         self._maybe_purge(now)
 
         each = self.refresh == "each"
         hits: list[int] = []
+        get, lookback = self.entries.get, self.lookback
         for i, _ttl in bps:
-            lo = max(0, i - self.lookback)
-            for j in range(i, lo - 1, -1):
-                entry = self.entries.get((key, blocks[j].chain))
+            for j in range(i, max(0, i - lookback) - 1, -1):
+                entry = get((key, blocks[j].chain))
                 if entry is not None and entry.expires > now:
                     if not dry_run and each:
                         entry.expires = now + TTL_SECONDS[entry.ttl]

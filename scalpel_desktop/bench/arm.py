@@ -10,6 +10,7 @@ another TTL (``bench/keepalive.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Entry, PrefixBuilder, PromptCache, min_cacheable_for
 from scalpel_desktop.bench.reader import Request
@@ -63,11 +64,8 @@ class _Units:
             i = 0
             while i < n and mine[i] == keys[i]:
                 i += 1
-        if i < m:  # something earlier changed: rebuild the chain up to i
-            pb = PrefixBuilder()
-            for j in range(i):
-                self._add(pb, j, keys, roles, tokens)
-            self.pb = pb
+        if i < m:  # something earlier changed: the chain as it was after unit i - 1, then on from there
+            self.pb = _truncated(self.pb, i)
         blocks = self.pb.blocks
         if i and tokens[:i] != self.tokens[:i]:  # same identity, other tokens (a free cut)
             for j in range(i):
@@ -83,6 +81,18 @@ class _Units:
         pb.add_raw(repr(keys[j]).encode(), tokens[j], None, new_message_role=new_role)
 
 
+def _truncated(pb: PrefixBuilder, n: int) -> PrefixBuilder:
+    """``pb`` as it was after its first ``n`` blocks, without rehashing them: a unit chain
+    enters the messages section at its first unit (``_Units._add``), so after any unit the
+    builder holds that unit's chain and nothing pending, in the section it is in now."""
+    if n <= 0:
+        return PrefixBuilder()
+    out = pb.copy()
+    del out.blocks[n:]
+    out._chain, out._pending = bytes.fromhex(out.blocks[-1].chain), b""
+    return out
+
+
 class Arm:
     """One policy's pass over a sequence: its own cache, billed request by request."""
 
@@ -93,6 +103,7 @@ class Arm:
         self.bill = SequenceBill(sim.seq.name, sim.model)
         self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
         self.own: set = set()  # chains this arm wrote (or was granted) itself
+        self._reach: dict = {}  # cache key -> the most tokens any entry of it may hold
 
     # hooks for an arm that also sends requests of its own, or asks another TTL (bench/keepalive.py)
     def before(self, k: int, req: Request) -> None:
@@ -110,7 +121,7 @@ class Arm:
         req = sim.seq.requests[k]
         self.before(k, req)
         cuts = self.cuts_for(k, req) if self.cuts_for else None
-        keys, roles, tokens = sim.units(k, cuts, self.free)
+        keys, roles, tokens, first = sim.cut_units(k, cuts, self.free)
         base = sim._bases[k]
         shared = sim._shared
         if shared is not None and shared[0] == k and keys is base[0] and shared[1] is not self.units:
@@ -130,29 +141,44 @@ class Arm:
         ck = req.model
         b = sim.read_at[k]
         blocks = self.units.pb.blocks
-        at = sum(tokens[:b])
+        cum = sim.cum(k) if tokens is base[2] else list(accumulate(tokens, initial=0))
+        at = cum[b]
         follows = self.follows_usage(k, req)
         if follows:
-            _drop_after(cache, ck, at)
+            self._drop_after(ck, at)
         if b > 0 and follows:
             chain = blocks[b - 1].chain
-            if self.free or chain in self.own or base[0] is keys or keys[:b] == base[0][:b]:
+            if self.free or chain in self.own or first >= b:  # its prefix to b is the unmodified one
                 e = cache.entries.get((ck, chain))
                 if e is None or e.expires <= req.ts:
                     cache.entries[(ck, chain)] = Entry(ttl, req.ts + TTL_SECONDS[ttl], at)
+                    self.billed(ck, at)
                 self.own.add(chain)
         detail = cache.bill_detail(ck, blocks, req.ts, breakpoints=marks, min_cacheable=min_cacheable_for(req.model),
-                                   also_read=b - 1 if b > 0 and follows else None)
+                                   also_read=b - 1 if b > 0 and follows else None, cum=cum)
+        self.billed(ck, cum[-1])
         for i in detail.written:
             self.own.add(blocks[i].chain)
         usage = _clamped(detail.usage)
         usage.output_tokens = req.usage.output_tokens
         rates = sim.prices.rates(req.model)
-        rb = RequestBill(req.usage, usage, rates.cost(req.usage), rates.cost(usage), sum(tokens), b)
+        rb = RequestBill(req.usage, usage, sim.real_cost(k), rates.cost(usage), cum[-1], b)
         self.bill.requests.append(rb)
         if self.after is not None:
             self.after(k, req, usage)
         return rb
+
+    def billed(self, key, tokens: int) -> None:
+        """A bill of ``tokens`` under ``key`` may have written entries up to ``tokens``."""
+        if tokens > self._reach.get(key, -1):
+            self._reach[key] = tokens
+
+    def _drop_after(self, key, tokens: int) -> None:
+        """Forget every entry of ``key`` whose prefix reaches past ``tokens`` (none when no bill
+        since the last drop reached that far: ``_reach`` bounds every entry's tokens)."""
+        if self._reach.get(key, -1) > tokens:
+            _drop_after(self.cache, key, tokens)
+            self._reach[key] = tokens
 
 
 def _clamped(u: Usage) -> Usage:

@@ -98,6 +98,7 @@ class KeepAliveArm(Arm):
         while sent < n and t < until:
             detail = self.cache.bill_detail(prev.model, blocks, t, breakpoints=marks,
                                             min_cacheable=min_cacheable_for(prev.model))
+            self.billed(prev.model, detail.total_tokens)
             usage = Usage(input_tokens=max(0, detail.usage.input_tokens), cache_write_5m=detail.usage.cache_write_5m,
                           cache_write_1h=detail.usage.cache_write_1h, cache_read=detail.usage.cache_read,
                           output_tokens=1)

@@ -10,8 +10,12 @@ gets wrong the same way in both cancels. Its unmodified arm (``off``) is also
 compared with the real bill: that is the check (``bench/check.py``).
 
 For every sequence (a main thread, a sidechain, a subagent file), all arms go
-in lockstep, request by request, so each body, its parsed document and its
-doom analysis are built once for all of them (``bench/stage_driver.py``):
+in lockstep, request by request, so each body, its parsed document, its
+layout, its request shape, its doom analysis and the verdict on each rewrite
+of it are built once for all of them (``bench/stage_driver.py``; a hinted arm
+the usage tells no break is its plain arm; ``share=False`` turns all of it
+off: the same figures, slower). Sequences may replay on several processes
+(``jobs``, ``bench/parallel.py``):
 
 * ``off``: the unmodified requests;
 * ``cold``, ``death`` and ``payback`` through ``surgery.stage.SurgeryStage``
@@ -45,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalpel_desktop.bench import keepalive
+from scalpel_desktop.bench import keepalive, parallel
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
@@ -127,7 +131,10 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
-                    scratch: str | None = None, history: Any = None) -> SessionResult:
+                    scratch: str | None = None, history: Any = None, share: bool = True) -> SessionResult:
+    """Every arm of one sequence, in lockstep. ``share=False``: every arm does its own work
+    (no hinted arm taken for its plain one, each stage arm lays out, shapes and validates
+    every body itself): the same figures, slower (``benchmarks/bench_speed.py``' baseline)."""
     from scalpel_desktop.config import KEYS
     from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -136,21 +143,29 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     cfg.update(config or {})
     cfg["tier"] = tier
     sim = SequenceSimulator(seq, prices, counter=counter, pooled=pooled)
-    bodies = SequenceBodies(seq, cfg, tier)
+    bodies = SequenceBodies(seq, cfg, tier, share=share)
     stub = stub_tokens(sim)
     arms: dict[str, Any] = {"off": sim.arm()}
     drivers: dict[str, StageDriver] = {}
     cutters: dict[str, Any] = {}
+    # A hinted arm told no break (the usage shows none) gets what its plain arm gets, request
+    # by request: it is that arm, not run twice.
+    same = share and not any(h is not None for h in bodies.hints(sim))
+    order: dict[str, None] = {"off": None}  # every arm's name, in the order its figures are reported
     try:
         for name in policies:
             if name in STAGE_POLICIES:
                 for arm_name, hints in ((name, False), (name + HINTED, True)):
                     if arm_name.endswith(HINTED) and not hinted:
                         continue
+                    order[arm_name] = None
+                    if hints and same:
+                        continue
                     d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints,
                                                         scratch=scratch, history=history)
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
-            elif name in keepalive.ARMS:
+                continue
+            if name in keepalive.ARMS:
                 arms[name] = sim.arm(kind=keepalive.KeepAliveArm, as_5m=name.startswith("as-5m"),
                                      pings=name.endswith("keepalive"), margin=float(cfg["ttl_margin_s"]),
                                      factor=float(cfg["payback_factor"]))
@@ -162,7 +177,10 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                                                      "content": CLEARED_TEXT})))
                 c = cutters[name] = FirstPartyCuts(seq, lambda k: seq.requests[k].usage.prompt_tokens, cleared)
                 arms[name] = sim.arm(c)
+            if name in arms:
+                order[name] = None
         if ceiling:
+            order["ceiling"] = None
             arms["ceiling"] = sim.arm(DoomCuts(bodies.spans, stub, "ceiling"), free=True)
         errors: dict[str, str] = {}
         for k in range(len(seq.requests)):
@@ -182,8 +200,11 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         for d in drivers.values():
             d.close()
     base = arms["off"].bill
-    costs = {name: (base.sim_cost if name in errors else arm.bill.sim_cost) for name, arm in arms.items()}
-    cuts = {name: len(d.cuts) for name, d in drivers.items()}
+    run = {name: name if name in arms else name[: -len(HINTED)] for name in order}  # arm -> the arm it is
+    errors = {alias: e for name, e in errors.items() for alias in (name, name + HINTED)
+              if alias == name or (alias in order and alias not in arms)}
+    costs = {name: (base.sim_cost if name in errors else arms[run[name]].bill.sim_cost) for name in order}
+    cuts = {name: len(drivers[run[name]].cuts) for name in order if run[name] in drivers}
     for name, c in cutters.items():
         if name not in errors:
             cuts[name] = len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c)
@@ -203,8 +224,11 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
                   max_requests: int = 5000, files: list[FileResult] | None = None,
-                  hinted: bool = True) -> ReplayResult:
-    """Replay every sequence under ``root`` (default: the user's own transcripts)."""
+                  hinted: bool = True, share: bool = True, jobs: int = 1) -> ReplayResult:
+    """Replay every sequence under ``root`` (default: the user's own transcripts).
+
+    ``share``: see ``replay_sequence``; ``jobs``: processes to replay the sequences on
+    (``bench/parallel.py``: the same figures, in the same order, as one)."""
     if prices is None:
         from scalpel_desktop.accounting.prices import PriceTable
 
@@ -229,19 +253,20 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     counter = ByteCounter()
     # the user's own data, for a sequence that measured nothing itself
     pooled = pool(measure(s, counter) for s in seqs)
-    out: list[SessionResult] = []
     scratch = scratch_dir()
+
+    def one(i: int) -> SessionResult:
+        seq = seqs[i]
+        return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
+                               scratch=scratch, history=history_before(seqs, seq), share=share)
+
     try:
-        for i, seq in enumerate(seqs):
-            try:
-                out.append(replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter,
-                                           pooled=pooled, scratch=scratch, history=history_before(seqs, seq)))
-            except Exception:  # noqa: BLE001 - a session that breaks the bench is counted, not fatal
-                skipped["errors"] += 1
-            if progress:
-                progress(i + 1, len(seqs))
+        # a session that breaks the bench is counted, not fatal
+        got = parallel.run_all(one, len(seqs), jobs, [len(s.requests) for s in seqs], progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    out = [r for r in got if r is not parallel.FAILED]
+    skipped["errors"] += len(got) - len(out)
     return ReplayResult(out, skipped, len(results), sum(f.lines for f in results),
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 

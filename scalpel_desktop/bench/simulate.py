@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.arm import Arm, RequestBill, SequenceBill
@@ -82,6 +83,8 @@ class SequenceSimulator:
         self._build()
         self.read_at = [self._boundary(k) for k in range(len(seq.requests))]
         self._shared: tuple | None = None  # (k, the unmodified arm's units after request k)
+        self._cums: dict[int, list[int]] = {}
+        self._real: dict[int, float] = {}
 
     # -- tokens ---------------------------------------------------------
     def _block_tokens(self, ln: Line) -> list[int]:
@@ -182,19 +185,42 @@ class SequenceSimulator:
         ``free``: the cut changes the tokens but not the identity (the ceiling:
         a dead token removed without touching the cache). The uncut lists are
         shared (never mutated); a cut copies them and patches the cut positions."""
+        return self.cut_units(k, cuts, free)[:3]
+
+    def cut_units(self, k: int, cuts: Cuts | None, free: bool = False):
+        """``units`` and the first unit whose identity the cuts changed (``len(keys)``: none)."""
         keys, roles, tokens, results = self._bases[k]
         if not cuts:
-            return keys, roles, tokens
+            return keys, roles, tokens, len(keys)
         hits = [(results[t], stub) for t, stub in cuts.items() if t in results]
         if not hits:
-            return keys, roles, tokens
+            return keys, roles, tokens, len(keys)
         keys = list(keys)
         tokens = list(tokens)
+        first = len(keys)
         for pos, stub in hits:
             if not free:
                 keys[pos] = keys[pos] + (stub.key,)
+                first = min(first, pos)
             tokens[pos] = stub.tokens
-        return keys, roles, tokens
+        return keys, roles, tokens, first
+
+    def cum(self, k: int) -> list[int]:
+        """Running token sums of request ``k``'s uncut units (``cum[i]``: tokens before unit i),
+        for every arm that sends them uncut."""
+        got = self._cums.get(k)
+        if got is None:
+            got = self._cums[k] = list(accumulate(self._bases[k][2], initial=0))
+            self._cums.pop(k - 2, None)  # the arms step in lockstep
+        return got
+
+    def real_cost(self, k: int) -> float:
+        """Request ``k``'s real usage at list prices (the same for every arm)."""
+        got = self._real.get(k)
+        if got is None:
+            req = self.seq.requests[k]
+            got = self._real[k] = self.prices.rates(req.model).cost(req.usage)
+        return got
 
     def result_units(self, k: int) -> dict[str, int]:
         return self._bases[k][3]

@@ -7,7 +7,9 @@ the stage as the proxy's parse-reuse would: messages shared with the previous
 request are the very same objects, so the stage's view is incremental) and
 the doom analysis of each body (a pure function of its content, the tier and
 the config), memoised for every arm and for the bench's own ``naive`` and
-``ceiling`` arms.
+``ceiling`` arms. So are its layout (``ex.layout``, as parse-reuse hands it
+over), its request shape and the verdicts on its rewrites
+(:class:`_SharedBodyStage`); ``share=False`` gives every arm its own.
 
 The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
@@ -20,6 +22,7 @@ it: their saving needs no break inferred from the usage.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import shutil
 import tempfile
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.surgery.stage import SurgeryStage
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
@@ -35,13 +39,19 @@ from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
 class SequenceBodies:
     """The request bodies of one sequence as Claude Code would send them, built once."""
 
-    def __init__(self, seq: Sequence, config: Any, tier: int):
+    def __init__(self, seq: Sequence, config: Any, tier: int, share: bool = True):
         self.seq = seq
+        self.share = share  # False: each stage arm lays out, shapes and validates every body itself
         self.config = config
         self.tier = tier
         self._msgs: dict[tuple, dict] = {}
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
+        self._layouts: dict[int, Any] = {}
+        self._hints: list[int | None] | None = None
+        self._last: tuple | None = None  # (history, its messages, where its last message starts)
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedBodyStage
+        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedBodyStage
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -83,23 +93,59 @@ class SequenceBodies:
         if k >= 2:  # the arms step in lockstep
             self._docs.pop(k - 2, None)
             self._spans.pop(k - 2, None)
+            self._layouts.pop(k - 2, None)
+        return got
+
+    def hints(self, sim: SequenceSimulator) -> list[int | None]:
+        """The hinted arms' break of every request (``rewrite_hints``), found once."""
+        if self._hints is None:
+            self._hints = rewrite_hints(sim)
+        return self._hints
+
+    def hint(self, k: int, sim: SequenceSimulator) -> int | None:
+        return self.hints(sim)[k]
+
+    def layout(self, k: int) -> tuple[Any, bytes | None]:
+        """(layout of request ``k``'s body, the previous body it re-used): found once for every
+        arm, as the proxy's parse-reuse hands it to the stage (``ex.layout``, ``ex.layout_base``)."""
+        got = self._layouts.get(k)
+        if got is None:
+            from scalpel_desktop.wire.layout import LaidOutBody, locate
+
+            body, doc = self.doc(k)
+            prev = self._layouts.get(k - 1) if k > 0 else None
+            base = self._docs[k - 1][0] if prev is not None and prev[0] is not None and k - 1 in self._docs else None
+            layout = locate(body, doc, LaidOutBody(base, prev[0]) if base is not None else None)
+            got = self._layouts[k] = (layout, base if layout is not None and layout.reused else None)
         return got
 
     def _messages(self, req: Request) -> list[dict]:
         """Consecutive same-role lines merged into one message; a message of the same
-        lines is the same object in every request (never mutated)."""
+        lines is the same object in every request (never mutated). A history that extends
+        the previous request's keeps its messages but the last, which may grow."""
+        hist = req.history
         out: list[dict] = []
+        start = 0
+        prev = self._last
+        if prev is not None:
+            ph, pout, pstart = prev
+            if pout and len(ph) <= len(hist) and all(a is b for a, b in zip(ph, hist)):
+                out, start = pout[:-1], pstart
+        last_start = start
         group: list = []
-        for ln in req.history + [None]:
+        for i in range(start, len(hist) + 1):
+            ln = hist[i] if i < len(hist) else None
             if group and (ln is None or ln.role != group[0].role):
                 key = tuple(id(x) for x in group)
                 m = self._msgs.get(key)
                 if m is None:
                     m = self._msgs[key] = {"role": group[0].role, "content": [b for x in group for b in x.blocks]}
                 out.append(m)
+                last_start = i - len(group)
                 group = []
             if ln is not None:
                 group.append(ln)
+        self._last = (hist, list(out), last_start)
         return out
 
     def spans(self, k: int) -> list:
@@ -121,7 +167,6 @@ class StageDriver:
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
                  sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = False, scratch: str | None = None,
                  history: Any = None):
-        from scalpel_desktop.surgery.stage import SurgeryStage
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
         from scalpel_desktop.surgery.economist import Economist
@@ -135,8 +180,11 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        self.stage = SurgeryStage(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
-                                  Economist(cfg, prices, history), prices)
+        kind = _SharedBodyStage if bodies.share else SurgeryStage
+        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
+                          Economist(cfg, prices, history), prices)
+        if bodies.share:
+            self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
@@ -166,12 +214,14 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
         ex = Exchange(api, model=req.model)
         ex.set_doc(doc)
+        if self.bodies.share:
+            ex.layout, ex.layout_base = self.bodies.layout(k)
         if self._key is None:
             from scalpel_desktop.wire.identity import conversation_key
 
             self._key = conversation_key(self.headers, doc)
         ex.key = self._key
-        hint = self.rewrite_at(k, req) if self.hints else None
+        hint = self.bodies.hint(k, self.sim) if self.hints else None
         if hint is not None:
             ex.client_rewrite_at = hint
         self._k = k
@@ -187,23 +237,7 @@ class StageDriver:
     def rewrite_at(self, k: int, req: Request) -> int | None:
         """The message index at which the real usage shows request ``k``'s cache read stopping
         short of the previous request's whole prompt (None: it did not)."""
-        if k == 0:
-            return None
-        b = self.sim.read_at[k]
-        prev_units = len(self.sim.units(k - 1, None)[0])
-        keys = self.sim.units(k, None)[0]
-        if b >= prev_units or keys[:prev_units] != self.sim.units(k - 1, None)[0]:
-            return None  # read all of it, or the history changed (compaction, rewind): the bytes show that
-        line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
-        if line is None:
-            return None
-        msg, prev = -1, None
-        for ln in req.history:  # SequenceBodies merges consecutive same-role lines
-            if ln.role != prev:
-                msg, prev = msg + 1, ln.role
-            if ln.index == line:
-                return max(0, msg)
-        return None
+        return rewrite_at(self.sim, k, req)
 
     def after(self, k: int, req: Request, usage: Usage) -> None:
         from scalpel_desktop.exchange import ResponseResult
@@ -214,6 +248,77 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
+
+
+class _SharedBodyStage(SurgeryStage):
+    """The shipped stage, with what depends on a body alone found once for every arm:
+
+    * its request shape (region hashes, TTL, per-unit sizes, pinnable blocks), per warmth;
+      only what is the arm's own (the hashes of what it sent, its hint) is its own;
+    * the verdict on a rewrite (``surgery/validate.rewrite_problem``: a function of the
+      original document and the rewritten one), keyed by the original document and the
+      rewritten body's bytes: arms that cut the same results send the same bytes."""
+
+    shapes: dict[bool, tuple]
+    verdicts: dict
+
+    def _rewrite_problem(self, view, validated=None) -> str:
+        from scalpel_desktop.surgery.validate import _API_KNOWN, rewrite_problem
+
+        doc = view.original_doc
+        mine = self.verdicts
+        if mine.get("doc") is not doc:  # a new request: the last one's verdicts go
+            mine.clear()
+            mine["doc"] = doc  # (held: its id stays its own)
+        body = view.serialize()
+        got = mine.get(body)
+        if got is None:
+            problem = rewrite_problem(view, validated=validated)
+            mine[body] = (problem, view.__dict__.get(_API_KNOWN))
+            return problem
+        problem, known = got
+        if known is not None:  # what the API check learnt of these very messages (checked by identity)
+            view.__dict__[_API_KNOWN] = known
+        return problem
+
+    def _shape(self, ex, doc, ckey, model, hashes, layout, pol):
+        if ex.new_body is not None or doc is not ex.doc:  # a body this arm changed: its own shape
+            return super()._shape(ex, doc, ckey, model, hashes, layout, pol)
+        got = self.shapes.get(pol.warm)
+        if got is None or got[0] is not doc or got[1] is not ex.request.body:
+            shape = super()._shape(ex, doc, ckey, model, hashes, layout, pol)
+            self.shapes[pol.warm] = (doc, ex.request.body, shape)
+            return shape
+        return replace(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
+
+
+def rewrite_at(sim: SequenceSimulator, k: int, req: Request) -> int | None:
+    """The message index at which the real usage shows request ``k``'s cache read stopping
+    short of the previous request's whole prompt (None: it did not): a function of the
+    transcript alone, the same for every arm."""
+    if k == 0:
+        return None
+    b = sim.read_at[k]
+    prev_keys = sim.units(k - 1, None)[0]
+    prev_units = len(prev_keys)
+    keys = sim.units(k, None)[0]
+    if b >= prev_units or keys[:prev_units] != prev_keys:
+        return None  # read all of it, or the history changed (compaction, rewind): the bytes show that
+    line = next((key[0] for key in keys[b:] if isinstance(key[0], int)), None)
+    if line is None:
+        return None
+    msg, prev = -1, None
+    for ln in req.history:  # SequenceBodies merges consecutive same-role lines
+        if ln.role != prev:
+            msg, prev = msg + 1, ln.role
+        if ln.index == line:
+            return max(0, msg)
+    return None
+
+
+def rewrite_hints(sim: SequenceSimulator) -> list[int | None]:
+    """``rewrite_at`` of every request of the simulator's sequence."""
+    return [rewrite_at(sim, k, req) for k, req in enumerate(sim.seq.requests)]
 
 
 _LOG_TEMPLATE = None

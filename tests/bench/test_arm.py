@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.reader import read_file
@@ -57,3 +59,50 @@ def test_the_usage_hook_lets_the_cache_model_decide(tmp_path):
     five = sim.arm(kind=type("Both", (FiveMinutes, OwnReads), {}))
     five.step(0)
     assert five.step(1).sim.cache_read < seq.requests[1].usage.cache_read  # 5m expired in the 1000 s pause
+
+
+def test_a_cut_continues_the_chain_from_where_it_changed_as_a_fresh_build_would():
+    from scalpel_desktop.bench.arm import _Units
+
+    keys = [("prefix", 100)] + [(i, 0) for i in range(8)]
+    roles = ["system"] + ["user", "assistant"] * 4
+    tokens = [100] + [10 * (i + 1) for i in range(8)]
+    units = _Units()
+    units.sync(keys, roles, tokens)
+    cut = list(keys)
+    cut[4] = cut[4] + ("stub",)
+    cut_tokens = list(tokens)
+    cut_tokens[4] = 1
+    units.sync(cut, roles, cut_tokens)  # unit 4 changed: the chain from there on is rebuilt
+    fresh = _Units()
+    fresh.sync(cut, roles, cut_tokens)
+    assert units.pb.blocks == fresh.pb.blocks
+    assert [b.chain for b in units.pb.blocks[:4]] == [b.chain for b in _built(keys, roles, tokens)[:4]]
+    longer = cut + [(8, 0)]
+    units.sync(longer, roles + ["user"], cut_tokens + [5])  # and it extends as a fresh build does
+    again = _Units()
+    again.sync(longer, roles + ["user"], cut_tokens + [5])
+    assert units.pb.blocks == again.pb.blocks
+
+
+def _built(keys, roles, tokens):
+    from scalpel_desktop.bench.arm import _Units
+
+    u = _Units()
+    u.sync(keys, roles, tokens)
+    return u.pb.blocks
+
+
+@pytest.mark.parametrize("pings", [False, True])
+def test_the_bound_on_what_an_arms_entries_hold_holds_after_every_bill(tmp_path, pings):
+    from scalpel_desktop.bench.keepalive import KeepAliveArm
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8, gap_at=5, gap=900.0)).sequences[0]
+    sim = SequenceSimulator(seq, PRICES)
+    arm = sim.arm(kind=KeepAliveArm, pings=True) if pings else sim.arm()  # pings bill entries of their own
+    for k in range(len(seq.requests)):
+        arm.step(k)
+        reach = max((e.tokens for e in arm.cache.entries.values()), default=-1)
+        assert reach <= arm._reach[seq.requests[k].model]  # the bound the scan is skipped on holds
+    assert arm.cache.entries
+    assert not pings or arm.pings_sent > 0

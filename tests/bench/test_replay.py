@@ -80,3 +80,64 @@ def test_shared_doom_analysis_equals_each_arms_own(monkeypatch):
     own = [replay_sequence(s, prices, policies=["off", "cold", "payback"], ceiling=False) for s in seqs]
     assert any(a.cuts.get("cold") for a in shared)
     assert [(a.costs, a.cuts) for a in shared] == [(b.costs, b.cuts) for b in own]
+
+
+# A slice of the shared corpus that exercises what the replay shares across its arms: stage
+# cuts and their validated rewrites, sequences with and without breaks the usage hints at.
+SHARING_SLICE = (
+    "claude-code-log/-Users-dain-workspace-claude-code-log-sample/fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl",
+    "claude-code-log/-Users-dain-workspace-JSSoundRecorder/7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl",
+    "claude-code-log/-Users-dain-workspace-claude-code-log-sample/12a546d1-83a7-49a6-abba-5400db340b43.jsonl",
+    "claude-code-viewer/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+)
+
+
+@pytest.mark.parametrize("tier", [2, 1])
+def test_sharing_each_bodys_analysis_across_the_arms_changes_no_figure(tier):
+    import dataclasses
+
+    from scalpel_desktop.bench.simulate import SequenceSimulator
+    from scalpel_desktop.bench.stage_driver import rewrite_hints
+    from tests.support import corpus_dir
+
+    root = corpus_dir("transcripts")
+    files = [read_file(root / p) for p in SHARING_SLICE]
+    prices = PriceTable.builtin()
+    shared = replay_corpus(files=files, tier=tier, prices=prices)
+    alone = replay_corpus(files=files, tier=tier, prices=prices, share=False)
+    assert [dataclasses.asdict(s) for s in shared.sessions] == [dataclasses.asdict(s) for s in alone.sessions]
+    for a, b in zip(shared.sessions, alone.sessions):  # the same arms, reported in the same order
+        assert list(a.costs) == list(b.costs) and list(a.cuts) == list(b.cuts) and list(a.errors) == list(b.errors)
+    # the slice has what is shared: stage cuts, and sequences whose hinted arms are (and are not) their plain arms
+    assert sum(s.cuts.get(p, 0) for s in shared.sessions for p in ("cold", "death", "payback")) > 0
+    seqs = [q for f in files for q in f.sequences if len(q.requests) >= 2]
+    hinted = [any(h is not None for h in rewrite_hints(SequenceSimulator(q, prices))) for q in seqs]
+    assert any(hinted) and not all(hinted)
+
+
+def test_a_hinted_arm_told_no_break_is_its_plain_arm_even_where_that_arm_fails(tmp_path, monkeypatch):
+    from scalpel_desktop.bench import stage_driver
+    from scalpel_desktop.bench.simulate import SequenceSimulator
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=12)).sequences[0]
+    prices = PriceTable.builtin()
+    assert not any(h is not None for h in stage_driver.rewrite_hints(SequenceSimulator(seq, prices)))
+    hinted_steps = []
+    real = stage_driver.StageDriver.cuts_for
+
+    def spied(self, k, req):
+        hinted_steps.append(self.hints)
+        if self.stage.config["policy"] == "death" and k == 3:
+            raise RuntimeError("a bug inside death")
+        return real(self, k, req)
+
+    monkeypatch.setattr(stage_driver.StageDriver, "cuts_for", spied)
+    shared = replay_sequence(seq, prices)
+    assert True not in hinted_steps  # no hinted stage arm ran: each is its plain arm
+    hinted_steps.clear()
+    alone = replay_sequence(seq, prices, share=False)
+    assert True in hinted_steps
+    assert list(shared.errors) == list(alone.errors) == ["death", "death:hinted"]
+    assert shared.errors == alone.errors
+    assert shared.costs == alone.costs and list(shared.costs) == list(alone.costs)
+    assert shared.cuts == alone.cuts and list(shared.cuts) == list(alone.cuts)

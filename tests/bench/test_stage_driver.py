@@ -154,3 +154,79 @@ def test_without_hints_the_stage_never_hears_of_the_inferred_break(tmp_path, hin
     d, _ = drive(seq, hints=hints)
     d.close()
     assert told == ([None, None, 1] if hints else [None, None, None])
+
+
+def test_each_body_is_laid_out_once_for_every_arm_as_a_fresh_layout_would_lay_it_out(tmp_path):
+    from scalpel_desktop.wire.layout import locate
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8)).sequences[0]
+    bodies = SequenceBodies(seq, CFG, 2)
+    reused = 0
+    for k in range(len(seq.requests)):
+        layout, base = bodies.layout(k)
+        assert bodies.layout(k)[0] is layout  # the same object for every arm
+        body, doc = bodies.doc(k)
+        fresh = locate(body, doc, None)
+        assert (layout.ends, layout.sizes, layout.hashes) == (fresh.ends, fresh.sizes, fresh.hashes)
+        if k and len(bodies.layout(k - 1)[0].ends) >= 2:  # the previous body's head repeats here
+            # it re-used the previous body, as the proxy's parse-reuse would hand it over
+            assert layout.reused == len(bodies.layout(k - 1)[0].ends) - 1 and base is bodies.doc(k - 1)[0]
+            reused += 1
+    assert reused >= len(seq.requests) - 2
+
+
+def test_messages_are_built_incrementally_as_a_fresh_build_would_build_them(tmp_path):
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=10)).sequences[0]
+    bodies = SequenceBodies(seq, CFG, 2)
+    for k in range(len(seq.requests)):
+        got = bodies.doc(k)[1]["messages"]
+        fresh = SequenceBodies(seq, CFG, 2).doc(k)[1]["messages"]
+        assert got == fresh
+    rewound = dataclasses.replace(seq.requests[3], history=seq.requests[3].history[:2])  # a shorter history
+    assert bodies._messages(rewound) == SequenceBodies(seq, CFG, 2)._messages(rewound)
+
+
+def _counting(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **kw: (calls.append(1), real(*a, **kw))[1])
+    return calls
+
+
+@pytest.mark.parametrize("policy", ["cold", "death"])
+def test_two_arms_of_one_policy_share_each_bodys_shape_and_rewrite_verdicts(tmp_path, monkeypatch, policy):
+    from scalpel_desktop.surgery import pin, validate
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=30, gap_at=25, gap=4000.0, big=30_000)).sequences[0]
+
+    scratch = tmp_path / "scratch"  # shared, as in the replay: the stubs name the same spill dir
+    scratch.mkdir()
+
+    def run(share):
+        sim = SequenceSimulator(seq, PRICES)
+        bodies = SequenceBodies(seq, CFG, 2, share=share)
+        drivers = [StageDriver(seq, policy, 2, PRICES, CFG, sim, bodies, scratch=str(scratch)) for _ in range(2)]
+        arms = [sim.arm(d.cuts_for, after=d.after) for d in drivers]
+        try:
+            bills = [[arm.step(k).sim_cost for arm in arms] for k in range(len(seq.requests))]
+        finally:
+            for d in drivers:
+                d.close()
+        return bills, [dict(d.cuts) for d in drivers]
+
+    verdicts = _counting(monkeypatch, validate, "rewrite_problem")
+    pinnable = _counting(monkeypatch, pin, "pinnable")
+    from scalpel_desktop.surgery import stage as stage_mod
+
+    monkeypatch.setattr(stage_mod, "pinnable", pin.pinnable)
+    monkeypatch.setattr(stage_mod, "rewrite_problem", validate.rewrite_problem)
+    monkeypatch.setattr(stage_mod.SurgeryStage, "_rewrite_problem", staticmethod(validate.rewrite_problem))
+    alone = run(False)
+    n_alone, p_alone = len(verdicts), len(pinnable)
+    verdicts.clear(), pinnable.clear()
+    shared = run(True)
+    assert shared == alone  # the same bills request by request, the same cuts
+    assert alone[1][0], "the arms cut (so their rewrites were validated)"
+    assert 0 < len(verdicts) and 2 * len(verdicts) == n_alone  # the second arm's rewrites: the first's verdicts
+    if policy == "death":  # a warm policy's shape reads the pinnable blocks of the body
+        assert 0 < len(pinnable) and 2 * len(pinnable) == p_alone

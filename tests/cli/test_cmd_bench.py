@@ -80,3 +80,18 @@ def test_bench_progress_goes_to_stderr_and_never_into_json(tmp_path):
     r = _run(["bench", str(tmp_path), "--json"])
     assert r.returncode == 0, r.stderr
     json.loads(r.stdout)  # nothing but the document
+
+
+def test_bench_jobs_give_the_same_json_and_a_bad_count_is_named(tmp_path, capsys):
+    import pytest
+
+    for i in range(3):
+        simple_session(tmp_path / "proj" / f"s{i}.jsonl", turns=10 + 4 * i, gap_at=6, gap=2000.0)
+    outs = []
+    for jobs in ("1", "2"):
+        assert main(["bench", str(tmp_path), "--json", "--sessions", "--jobs", jobs]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and json.loads(outs[0])["sessions_replayed"] == 3
+    with pytest.raises(SystemExit):
+        main(["bench", str(tmp_path), "--jobs", "0"])
+    assert "--jobs takes a whole number of processes, 1 or more (got '0')" in capsys.readouterr().err
