@@ -67,8 +67,11 @@ def dearer_problems(run) -> list[str]:
         if warm_cut_boundary(ex) == "pinned":
             continue  # a warm cut re-writes its tail on purpose; its read is checked below
         if warm_cut_boundary(ex) == "worst-case":
-            # priced as if the read fell back to the message the economist named: it may not stop earlier
-            floor = blocks_before(run.sent[i], int(ex.decision.figures["read_stops_at"])) - 1
+            # priced as if the read fell back to the message the economist named: it may not stop
+            # earlier. -1: priced as reading nothing, not even the system prompt (whose entry may
+            # lapse mid-session when a hit refreshes only the entry read: seen under refresh=read)
+            stops = int(ex.decision.figures["read_stops_at"])
+            floor = blocks_before(run.sent[i], stops) - 1 if stops >= 0 else -1
             if p.read_at < floor:
                 problems.append(f"request {i}: worst-case cut read up to block {p.read_at}, "
                                 f"below its priced boundary {floor}")
@@ -120,20 +123,10 @@ def all_validity_problems(session, run, spill: Path) -> list[str]:
     return problems + validity_problems(session, bare, spill)
 
 
-# A known failure, kept visible: the opt-in payback policy's worst-case pricing does not
-# hold when a hit refreshes every breakpoint's own entry ("refresh=each"): CI's 30 random
-# examples found sessions made dearer (e.g. 1.9x vs 1.92 direct). cold and the default
-# death hold under every reading. Not strict: 2 derandomized examples locally may pass.
-PAYBACK_REFRESH_EACH = pytest.mark.xfail(
-    strict=False, reason="payback's worst-case price can be beaten (refresh=each dearer; lookback=12 read "
-    "below its priced boundary): open, issue 11")
-
-
 def _cases():
     for policy in SHIPPED_POLICIES:
         for variant in VARIANTS:
-            marks = [PAYBACK_REFRESH_EACH] if policy == "payback" else []
-            yield pytest.param(policy, variant, marks=marks, id=f"{policy}-{variant}")
+            yield pytest.param(policy, variant, id=f"{policy}-{variant}")
 
 
 @pytest.mark.parametrize("policy,variant", list(_cases()))
