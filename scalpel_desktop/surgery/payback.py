@@ -19,8 +19,18 @@ count (the lookback is undocumented: about 20 blocks). So the read boundary is
   there under any lookback; the marker is not part of the cached content, so
   it changes no cache key;
 * or, where no marker can be placed (4 already, or a block that cannot carry
-  one), priced at its **worst case**: nothing is surely read, the whole prompt
-  up to the break is re-written (no such cut ever repays: it is refused).
+  one), priced at its **worst case**: nothing is surely read, not even the
+  system prompt (when a hit refreshes only the entry read, its entry lapses
+  mid-session), the whole prompt up to the break is re-written.
+
+Never inside a live cache the request does not extend (another model's, an
+older history of its own): a re-write there has no pin (``Break.others_index``).
+
+The payback rule is a bet on the future; its loss, should the conversation end
+or be compacted right after the cut, is the priced rewrite. So a warm cut may
+risk at most what the conversation's cuts have surely saved so far (the risk
+budget, ``ConversationState.banked_usd``): no conversation ends dearer than it
+would have been without scalpel.
 
 ``cut at death`` (the ``death`` policy) considers only results that died in
 this very request: the tail since the newest live entry is small then, and
