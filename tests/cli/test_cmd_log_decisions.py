@@ -16,7 +16,6 @@ import sqlite3
 import pytest
 
 from scalpel_desktop import clock
-from scalpel_desktop.cli import main
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.pipeline.record import build_row
 from scalpel_desktop.store.ledger import LedgerWriter
@@ -24,6 +23,7 @@ from scalpel_desktop.store.spill import SpillStore
 
 from tests.invariants.agent_sessions import generate
 from tests.invariants.harness import Arm, Pipeline, PromptCache
+from tests.support import run_cli
 
 
 class _LedgeredPipeline(Pipeline):
@@ -61,8 +61,9 @@ def _ledgered_session(policy: str, seed: int, monkeypatch) -> None:
 @pytest.mark.parametrize("policy", ["death", "payback"])
 def test_every_cut_in_the_log_has_its_reason_boundary_and_payback(policy, capsys, monkeypatch):
     _ledgered_session(policy, 2, monkeypatch)  # (a seed whose session makes free and warm cuts)
-    assert main(["log", "--json", "--limit", "1000"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    code, out, _ = run_cli(capsys, "log", "--json", "--limit", "1000")
+    assert code == 0
+    rows = json.loads(out)
     assert rows, "the session made no cut"
     kinds = {r["boundary"] for r in rows}
     assert "free" in kinds and kinds & {"pinned", "worst-case"}, kinds  # both kinds are seen
@@ -72,8 +73,8 @@ def test_every_cut_in_the_log_has_its_reason_boundary_and_payback(policy, capsys
         if r["boundary"] != "free":
             assert r["extra_usd"] is not None and r["payback_x"] is not None and r["turns_est"], r
             assert r["rewrite_tokens"] > 0 and r["reason"].startswith(("at death", "payback")), r
-    assert main(["log", "--limit", "1000"]) == 0
-    out = capsys.readouterr().out
+    code, out, _ = run_cli(capsys, "log", "--limit", "1000")
+    assert code == 0
     assert "free boundary (read stops at message" in out
     assert "pinned boundary (read stops at message" in out and "repays" in out
     conn = sqlite3.connect(dirs().database)
