@@ -335,8 +335,7 @@ class SurgeryStage:
         sent, res = ex.surgery, ex.response
         if sent is None or res is None:
             return
-        usage = res.usage
-        ok = usage is not None and res.status < 400  # (the warm policies bank the stubs' sure saving)
+        usage, ok = res.usage, res.usage is not None and res.status < 400  # (banked: the stubs' sure saving)
         cached = (usage.cache_read, usage.cache_write) if usage is not None else (None, None)
         self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok,
                                        saved_usd=banked_credit(self.prices, sent, usage) if ok else 0.0)
