@@ -127,8 +127,9 @@ def _log(args: argparse.Namespace) -> int:
         if r["reason"] and key not in shown:
             shown.add(key)
             pay = f", repays {r['payback_x']}x over {r['turns_est']} turns" if r["payback_x"] is not None else ""
-            say(f"  {ids.get(r['session'], '-')}: {r['boundary']} boundary (read stops at message "
-                f"{r['read_stops_at']}){pay} - {r['reason']}")
+            stops = "nothing surely read" if r["read_stops_at"] == -1 else \
+                f"read stops at message {r['read_stops_at']}"
+            say(f"  {ids.get(r['session'], '-')}: {r['boundary']} boundary ({stops}){pay} - {r['reason']}")
     return 0
 
 

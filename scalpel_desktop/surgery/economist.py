@@ -92,11 +92,13 @@ class Economist:
 
     # ---------------------------------------------------------------- state
     def record_sent(self, shape: RequestShape, sent_hashes: Sequence[Hashable] | None = None,
-                    brk: Break | None = None, pin_unit: int | None = None) -> int:
+                    brk: Break | None = None, pin_unit: int | None = None, risk_usd: float = 0.0) -> int:
         """Remember what was sent for ``shape`` (``sent_hashes``: after our cuts; ``pin_unit``: the
-        unit whose last block carried our pin marker). Returns a serial."""
+        unit whose last block carried our pin marker; ``risk_usd``: a warm cut's priced cost, spent
+        from the conversation's risk budget). Returns a serial."""
         self._serial += 1
         conv = self.conversations.setdefault(shape.key, ConversationState())
+        conv.banked_usd -= risk_usd
         if conv.turns and (brk or self.natural_break(shape)).reason in COLD_REASONS:
             conv.natural_breaks += 1
         if not conv.turns:
@@ -108,8 +110,10 @@ class Economist:
         if pin_unit is not None and 0 <= pin_unit < len(hashes):
             u = pin_unit + 1
             old = next((m for m in reversed(ents) if m.units == u), None)
+            # Refreshed by this request only if its read stops there (record_finished checks).
             ents.append(EntryMark(u, shape.at, old.ttl_s if old else shape.ttl_s, prefix_digest(shape, hashes, u),
-                                  self._serial, old.tokens if old else 0))
+                                  self._serial, old.tokens if old else 0,
+                                  cached=old.cached if old and old.cached is not None else -1))
         ents.append(EntryMark(len(hashes), shape.at, shape.ttl_s, prefix_digest(shape, hashes, len(hashes)),
                               self._serial, shape.total_tokens))
         del ents[:-MAX_ENTRIES_PER_MODEL]
@@ -137,14 +141,34 @@ class Economist:
         return self._serial
 
     def record_finished(self, key: Hashable, model: str, serial: int, finished_at: float,
-                        cache_read: int | None = None, ok: bool = True) -> None:
+                        cache_read: int | None = None, cache_written: int | None = None, ok: bool = True,
+                        saved_usd: float = 0.0) -> None:
         """The response of request ``serial`` ended at ``finished_at``: the cache TTL runs from here.
-        ``ok``: it came back with usage counts (its cache entries were written)."""
+        ``ok``: it came back with usage counts; ``cache_read`` / ``cache_written``: its cached
+        tokens (None: not reported); ``saved_usd``: what its replayed stubs surely saved
+        (``realized.banked_credit``), banked for the warm policies' risk budget.
+
+        Its own entry (the end of its last message, where the client's last marker is) is
+        surely there once anything was cached: the last marker's prefix is the longest, so if
+        any prefix reached the minimum cacheable length, that one did. A pin's entry is
+        refreshed under every reading only when the read stopped exactly there (its
+        ``cache_read`` equal to the tokens cached up to the pin); else the pin is not counted
+        as a refresh (a hit at a breakpoint that is not the one read may refresh nothing)."""
         conv = self.conversations.get(key)
         if conv is not None and ok:
+            known = cache_read is not None and cache_written is not None
             for mark in conv.entries.get(model, ()):
-                if mark.serial == serial:
-                    mark.confirmed = True
+                if mark.serial != serial:
+                    continue
+                if mark.cached is None:  # the request's own entry
+                    if not known:
+                        mark.confirmed = True  # (a caller without cache counts: believed as before)
+                    elif cache_read + cache_written > 0:
+                        mark.confirmed, mark.cached = True, cache_read + cache_written
+                elif known and mark.cached >= 0 and cache_read == mark.cached:
+                    mark.confirmed = True  # the read stopped at the pin: refreshed under every reading
+            if saved_usd > 0:
+                conv.banked_usd += saved_usd
         for ms in (conv.models.get(model, []) if conv else []):
             if ms.request_serial == serial:
                 ms.ended_at = finished_at if ms.ended_at is None else max(ms.ended_at, finished_at)
@@ -159,6 +183,7 @@ class Economist:
         conv = self.conversations.get(shape.key)
         if conv is None:
             return Break(last, "first-seen", last)
+        others = 0  # the longest prefix shared with a live cache this request does not extend
         own_states = conv.models.get(shape.model)
         if not own_states:
             index, reason = last, "model-first-seen"
@@ -171,7 +196,9 @@ class Economist:
                 for s in reversed(live):  # newest first: its reason wins ties
                     got, why = self._own_break(s, shape, last)
                     if got > index:
-                        index, reason = got, why
+                        index, reason, others = got, why, max(others, index)
+                    else:
+                        others = max(others, got)  # an older history the client may go back to
         own_index = index
         live_models = []
         for model, states in conv.models.items():
@@ -187,9 +214,10 @@ class Economist:
                 other = min(common_prefix(s.unit_hashes, units), last)
                 if shape.rewrite_at is not None:
                     other = min(other, max(0, shape.rewrite_at))
+                others = max(others, other)
                 if other > index:
                     index, reason = other, f"live:{model}"
-        return Break(index, reason, own_index, tuple(sorted(live_models)))
+        return Break(index, reason, own_index, tuple(sorted(live_models)), max(0, others))
 
     @staticmethod
     def _own_break(s: ModelState, shape: RequestShape, last: int) -> tuple[int, str]:

@@ -19,8 +19,18 @@ count (the lookback is undocumented: about 20 blocks). So the read boundary is
   there under any lookback; the marker is not part of the cached content, so
   it changes no cache key;
 * or, where no marker can be placed (4 already, or a block that cannot carry
-  one), priced at its **worst case**: nothing is surely read, the whole prompt
-  up to the break is re-written (no such cut ever repays: it is refused).
+  one), priced at its **worst case**: nothing is surely read, not even the
+  system prompt (when a hit refreshes only the entry read, its entry lapses
+  mid-session), the whole prompt up to the break is re-written.
+
+Never inside a live cache the request does not extend (another model's, an
+older history of its own): a re-write there has no pin (``Break.others_index``).
+
+The payback rule is a bet on the future; its loss, should the conversation end
+or be compacted right after the cut, is the priced rewrite. So a warm cut may
+risk at most what the conversation's cuts have surely saved so far (the risk
+budget, ``ConversationState.banked_usd``): no conversation ends dearer than it
+would have been without scalpel.
 
 ``cut at death`` (the ``death`` policy) considers only results that died in
 this very request: the tail since the newest live entry is small then, and
@@ -101,7 +111,10 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
     before_units = max(0, shape.total_tokens - prefix[-1])  # tools and system
     end = min(brk.index, len(unit_tokens))
     best: tuple[float, Plan] | None = None
+    bank = conv.banked_usd if conv is not None else 0.0
     for p in sorted({c.unit_index for c in warm}, reverse=True):
+        if p < brk.others_index:
+            break  # inside a live cache this request does not extend: its re-write has no pin
         chosen = [c for c in warm if c.unit_index >= p]
         saving = sum(c.saving for c in chosen)
         if saving + free_saving < batch_min:
@@ -111,26 +124,31 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
             start, boundary = pin.units, "pinned"
             region = prefix[end] - prefix[min(start, end)]
         else:
-            start, boundary = 0, "worst-case"
-            region = before_units + prefix[end]  # nothing surely read: everything up to the break
+            # Nothing surely read, not even the system prompt (under "a hit refreshes only the
+            # entry read" its entry may have lapsed mid-session): everything up to the break.
+            start, boundary = -1, "worst-case"
+            region = before_units + prefix[end]
         # Cost now: the region is written (smaller by the cut) instead of read.
         extra = max(0, region - saving) * write - region * read
         # Saved later: the cut tokens are not read on each remaining turn.
         later = saving * read * remaining
         if later < factor * extra:
             continue
+        if extra > bank:
+            continue  # more than this conversation's cuts have surely saved: ending now would lose
         net = later - extra
         if best is None or net > best[0]:
             ids = [c.id for c in chosen] + [c.id for c in free]
             plan = Plan(cut_ids=ids, action="cut", natural_break=brk,
-                        tokens_cut=saving + free_saving, rewrite_tokens=region)
+                        tokens_cut=saving + free_saving, rewrite_tokens=region, risk_usd=extra)
             if pin is not None and pin.units < len(shape.unit_hashes):
                 plan.pin_unit = pin.units - 1
                 plan.pin_ttl = "1h" if shape.ttl_s >= LONGEST_TTL_S else "5m"
             label = "at death" if only_new else "payback"
             plan.reason = (f"{label}: {saving} warm tokens repay a {region}-token rewrite "
                            f"{later / extra if extra > 0 else float('inf'):.1f}x over {remaining} turns "
-                           f"({boundary} at unit {start}; bound: {hz.bound})")
+                           f"({f'{boundary} at unit {start}' if start >= 0 else 'worst case: nothing read'}; "
+                           f"bound: {hz.bound})")
             plan.figures = {"break": brk.index, "break_reason": brk.reason, "units": len(shape.unit_hashes),
                             "candidates": len(candidates), "tokens_cut": plan.tokens_cut,
                             "warm_tokens": saving, "free_tokens": free_saving,
@@ -138,6 +156,7 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
                             "boundary": boundary, "pin_unit": plan.pin_unit,
                             "extra_usd": round(extra, 8), "payback_usd": round(later, 8),
                             "payback_x": round(later / extra, 3) if extra > 0 else None,
+                            "banked_usd": round(bank, 8),
                             "payback_factor": factor, **hz.figures()}
             best = (net, plan)
     return best[1] if best else None

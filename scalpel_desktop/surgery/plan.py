@@ -72,6 +72,10 @@ class Break:
     #              client-rewrite | append | first-seen | model-first-seen | live:<model>
     own_index: int  # the break for the request's own model alone
     live_models: tuple[str, ...] = ()
+    # How far the request shares the prefix of a live cache it does not extend: another
+    # model's, or an older history of its own model the client diverged from (it may go
+    # back to it). A warm cut below this would force a re-write there that no pin covers.
+    others_index: int = 0
 
 
 @dataclass
@@ -89,6 +93,9 @@ class Plan:
     # unit ``pin_unit`` (whose entry is surely live), with this TTL. None: no pin.
     pin_unit: int | None = None
     pin_ttl: str = "5m"
+    # A warm cut's priced cost now (dollars; negative: a gain now), spent from the
+    # conversation's risk budget (``ConversationState.banked_usd``) once it is sent.
+    risk_usd: float = 0.0
 
 
 @dataclass
@@ -108,6 +115,10 @@ class EntryMark:
     serial: int
     tokens: int = 0  # estimated tokens of the prefix up to there (0: unknown)
     confirmed: bool = False
+    # The real tokens cached up to there (cache read + written, from the usage that confirmed
+    # it; None: not known). A pin's own refresh is believed only when a later read stopped
+    # exactly there (its cache_read equal to this).
+    cached: int | None = None
 
     def surely_live(self, at: float, margin: float) -> bool:
         return self.confirmed and at + margin < self.at + self.ttl_s
@@ -150,6 +161,12 @@ class ConversationState:
     first_tokens: int = 0  # estimated prompt of the first request (context growth per turn)
     last_tokens: int = 0
     dead_seen: frozenset = frozenset()  # candidates already dead at the previous decision (cut at death)
+    # The risk budget of the warm policies (dollars, the economist's estimates): what this
+    # conversation's cuts have surely saved so far (each stub a request carried, at the cache
+    # read price, the least its tokens would have cost), minus every warm cut's priced rewrite.
+    # A warm cut may risk at most this: if the conversation ends right after it, it is still
+    # no dearer than without scalpel.
+    banked_usd: float = 0.0
 
 
 def prefix_digest(shape: "RequestShape", hashes: Sequence[Hashable], units: int) -> int:

@@ -5,7 +5,8 @@
   cache is cold anyway, and only a batch worth ``batch_min_tokens``;
 * ``death`` (the default, ``config.py``): ``cold``, plus a result that died in this very request is cut on a
   warm cache when its saving over the remaining turns repays the (pinned) tail
-  it forces ``payback_factor`` times (``surgery/payback.py``, ``only_new``);
+  it forces ``payback_factor`` times and the conversation's risk budget covers it
+  (``surgery/payback.py``, ``only_new``);
 * ``payback``: ``cold``, plus any dead result before the break on the same rule.
 
 The warm ones need each message's size, and always look for dead results (a

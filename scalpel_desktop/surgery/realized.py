@@ -76,3 +76,29 @@ def realized(prices: Any, sent: SurgerySent, usage: Usage, ratio: TokenRatio | N
         prov["rewrite_tokens"] = int(round(rewrite))
         usd -= rewrite * (write - rates.cache_read)
     return Realized("surgery", int(tokens), round(usd, 9), prov)
+
+
+def banked_credit(prices: Any, sent: SurgerySent, usage: Usage) -> float:
+    """What the replayed stubs of ``sent`` surely saved (dollars, the economist's estimated
+    tokens), for the warm policies' risk budget (``ConversationState.banked_usd``).
+
+    Each at the rate of the tier its position was billed at in this request: the request
+    without the cut was billed at least as high there (it reads no further: scalpel's cuts
+    never make a read stop earlier but at a warm cut, whose re-write the economist charges
+    itself). New cuts are left out: a free one is counted from its first replay on, a warm
+    one is in its priced rewrite."""
+    rates = prices.rates(sent.model).for_prompt(usage.prompt_tokens)
+    total = usage.prompt_tokens
+    read_end = usage.cache_read
+    w1h_end = read_end + usage.cache_write_1h
+    w_end = w1h_end + usage.cache_write_5m
+    usd = 0.0
+    for _, frac, saved, kind in sent.stubs:
+        if kind == "new" or saved <= 0:
+            continue
+        at = frac * total
+        rate = rates.cache_read if at < read_end else rates.write_1h if at < w1h_end else \
+            rates.write_5m if at < w_end else rates.input
+        usd += saved * float(rate)
+    return usd
+

@@ -53,7 +53,7 @@ from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
-from scalpel_desktop.surgery.realized import realized
+from scalpel_desktop.surgery.realized import banked_credit, realized
 from scalpel_desktop.surgery.remaining import own_history
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.validate import pin_problems, rewrite_problem
@@ -199,7 +199,7 @@ class SurgeryStage:
             if body is not base:
                 ex.new_body = body
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
-        serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pin)
+        serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pin, risk_usd=plan.risk_usd if cuts else 0)
         sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
         positions = stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
@@ -332,14 +332,14 @@ class SurgeryStage:
         if ex.analyse_later:
             ex.analyse_later = False
             first_sighting.analyse_after(self, ex)
-        sent = ex.surgery
-        res = ex.response
+        sent, res = ex.surgery, ex.response
         if sent is None or res is None:
             return
-        usage = res.usage
-        self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at,
-                                       usage.cache_read if usage else None, ok=usage is not None and res.status < 400)
-        if usage is None or res.status >= 400 or not sent.stubs:
+        usage, ok = res.usage, res.usage is not None and res.status < 400  # (banked: the stubs' sure saving)
+        cached = (usage.cache_read, usage.cache_write) if usage is not None else (None, None)
+        self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok,
+                                       saved_usd=banked_credit(self.prices, sent, usage) if ok else 0.0)
+        if not ok or not sent.stubs:
             return
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
 

@@ -24,7 +24,7 @@ from scalpel_desktop.wire.jsoncodec import loads
 
 from tests.invariants.agent_sessions import generate
 from tests.invariants.harness import COLD, run_session
-from tests.invariants.test_cost import EXAMPLES, IN_CI, PROFILE
+from tests.invariants.test_cost import EXAMPLES, PROFILE, RANDOM
 
 import random
 
@@ -59,7 +59,7 @@ def test_sent_differs_from_received_exactly_when_the_decision_names_a_change(see
     _check(run_session(session, COLD))
 
 
-@settings(max_examples=max(3, EXAMPLES // 10), deadline=None, derandomize=not IN_CI)
+@settings(max_examples=max(3, EXAMPLES // 10), deadline=None, derandomize=not RANDOM)
 @given(seed=st.integers(0, 2**32 - 1), later=st.integers(1, 6))
 def test_the_same_after_a_restart_where_earlier_cuts_are_replayed(seed, later):
     session = generate(random.Random(seed))

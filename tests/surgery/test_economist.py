@@ -28,9 +28,9 @@ def shape(units, at, *, model=OPUS, key=KEY, ttl="5m", system="S", tools="T", se
                         tool_changes_ok=beta, unit_tokens=unit_tokens, total_tokens=total)
 
 
-def sent(e, s, finished_after=2.0):
+def sent(e, s, finished_after=2.0, saved_usd=0.0):
     serial = e.record_sent(s)
-    e.record_finished(s.key, s.model, serial, s.at + finished_after)
+    e.record_finished(s.key, s.model, serial, s.at + finished_after, saved_usd=saved_usd)
     return serial
 
 
@@ -239,10 +239,12 @@ def test_no_cut_that_leaves_an_uncacheable_prompt():
     assert plan.action == "unchanged" and "minimum cacheable" in plan.reason
 
 
-def _warm_session(e, turns, n_units=40, step=10.0):
-    """``turns`` requests, each 2 units longer, the last one ``n_units`` long."""
+def _warm_session(e, turns, n_units=40, step=10.0, banked=1.0):
+    """``turns`` requests, each 2 units longer, the last one ``n_units`` long; their replayed
+    stubs surely saved ``banked`` dollars in all (the warm policies' risk budget)."""
     for t in range(turns):
-        sent(e, shape(units(n_units - 2 * (turns - 1 - t)), at=t * step, ttl="5m"))
+        sent(e, shape(units(n_units - 2 * (turns - 1 - t)), at=t * step, ttl="5m"),
+             saved_usd=banked / turns)
 
 
 def _warm(n=42, at=100.0, tokens=1000, pinnable=True, free=1, **kw):
@@ -295,6 +297,7 @@ def test_worst_case_figures_when_a_huge_saving_repays_even_that():
     plan = e.decide(s, [Candidate("huge", 95, 60_000, 20)])
     if plan.action == "cut":
         assert plan.figures["boundary"] == "worst-case" and plan.pin_unit is None
+        assert plan.figures["read_stops_at"] == -1  # nothing surely read, not even the system prompt
         assert plan.rewrite_tokens == 20_000 - 200  # everything up to the break, tools and system included
 
 
@@ -332,15 +335,92 @@ def test_an_entry_of_another_prefix_is_not_pinned():
     assert plan.figures.get("boundary") != "pinned" or plan.figures["read_stops_at"] <= 3
 
 
-def test_a_pinned_request_refreshes_its_pin_entry():
+def _counted_session(e, turns=10):
+    """Like ``_warm_session`` with the usage's cache counts: request t (units 22 + 2t) cached
+    1,000 tokens per unit, so the entry ending at unit u holds u x 1,000 tokens."""
+    for t in range(turns):
+        s = shape(units(22 + 2 * t), at=t * 10.0)
+        serial = e.record_sent(s)
+        e.record_finished(KEY, OPUS, serial, s.at + 2, cache_read=1000 * (20 + 2 * t), cache_written=2000,
+                          saved_usd=0.1)
+
+
+@pytest.mark.parametrize("read,refreshed", [(34_000, True), (36_000, False), (0, False)])
+def test_a_pinned_request_refreshes_its_pin_entry_only_when_the_read_stops_there(read, refreshed):
+    # Under "a hit refreshes only the entry read", a pin whose request read further (an entry
+    # between the pin and the cut) was not refreshed: its life still runs from its own write.
     e = econ(policy="payback")
-    _warm_session(e, 10)
+    _counted_session(e)
     s = _warm()
     plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
-    serial = e.record_sent(s, brk=plan.natural_break, pin_unit=plan.pin_unit)
-    e.record_finished(KEY, OPUS, serial, 102.0)
-    marks = [m for m in e.conversations[KEY].entries[OPUS] if m.serial == serial]
-    assert sorted(m.units for m in marks) == [34, 42] and all(m.confirmed and m.at == 100.0 for m in marks)
+    assert plan.pin_unit == 33
+    serial = e.record_sent(s, brk=plan.natural_break, pin_unit=plan.pin_unit, risk_usd=plan.risk_usd)
+    e.record_finished(KEY, OPUS, serial, 102.0, cache_read=read, cache_written=8000)
+    marks = {m.units: m for m in e.conversations[KEY].entries[OPUS] if m.serial == serial}
+    assert sorted(marks) == [34, 42] and all(m.at == 100.0 for m in marks.values())
+    assert marks[34].confirmed is refreshed
+    assert marks[42].confirmed and marks[42].cached == read + 8000  # its own entry: written, counted
+
+
+def test_an_entry_is_surely_written_only_when_the_usage_cached_something():
+    e = econ(policy="payback")
+    for t in range(10):
+        s = shape(units(22 + 2 * t), at=t * 10.0)
+        serial = e.record_sent(s)
+        # nothing cached: the prompt was under the model's minimum, no entry was written
+        e.record_finished(KEY, OPUS, serial, s.at + 2, cache_read=0, cache_written=0, saved_usd=0.1)
+    plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
+    assert plan.figures.get("boundary") != "pinned"
+
+
+def test_a_warm_cut_risks_no_more_than_the_conversation_has_surely_saved():
+    # If the conversation ended right after the cut (a compaction replaces its history, the
+    # session ends), the cut's priced re-write is lost: it must be covered by what this
+    # conversation's cuts already saved, so the conversation is never dearer than without scalpel.
+    r = PriceTable.builtin().rates(OPUS)
+    extra = (6000 - 4980) * r.write_5m - 6000 * r.cache_read
+    assert extra > 0
+    for banked, cut in ((0.0, False), (extra * 0.99, False), (extra * 1.01, True)):
+        e = econ(policy="payback")
+        _warm_session(e, 10, banked=banked)
+        plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
+        assert (plan.action == "cut") is cut, banked
+        if cut:
+            assert plan.risk_usd == pytest.approx(extra) and plan.figures["banked_usd"] == pytest.approx(banked)
+            e.record_sent(_warm(), brk=plan.natural_break, pin_unit=plan.pin_unit, risk_usd=plan.risk_usd)
+            assert e.conversations[KEY].banked_usd == pytest.approx(banked - extra)
+
+
+def test_a_warm_cut_that_costs_nothing_now_needs_no_budget():
+    e = econ(policy="payback")
+    _warm_session(e, 10, banked=0.0)
+    plan = e.decide(_warm(), [Candidate("big", 35, 5990, 20)])  # nearly all of the 6,000 re-written
+    assert plan.action == "cut" and plan.risk_usd < 0
+
+
+def test_a_warm_cut_never_reaches_into_another_live_models_prefix():
+    # Sonnet's cache holds the same 40 units (a /model switch): a cut at 35 would make its next
+    # request re-write from there, with no pin to make that certain.
+    e = econ(policy="payback")
+    _warm_session(e, 10)
+    sent(e, shape(units(40), at=95.0, model="claude-sonnet-4-5"))
+    s = _warm()
+    assert e.natural_break(s).others_index == 40
+    plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
+    assert plan.action == "unchanged"
+
+
+def test_a_warm_cut_never_reaches_into_an_older_live_history():
+    # The client diverged at unit 36 (an interruption) and came back; the x-history is still live, the
+    # client may go back to it again (real sessions oscillate): a cut at 35 would cost it a re-write.
+    e = econ(policy="payback")
+    _warm_session(e, 9, n_units=38)
+    sent(e, shape(units(36) + ["x36", "x37", "x38", "x39"], at=90.0))
+    s = _warm(n=42)
+    brk = e.natural_break(s)
+    assert brk.others_index == 36 and brk.index == 38  # it extends the older one: the x-history is the other
+    assert e.decide(s, [Candidate("big", 35, 5000, 20)]).action == "unchanged"
+    assert e.decide(s, [Candidate("big", 36, 5000, 20)]).figures.get("boundary") in ("pinned", "worst-case", None)
 
 
 def test_payback_refuses_a_deep_rewrite_for_a_small_saving():
