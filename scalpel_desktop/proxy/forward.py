@@ -17,6 +17,12 @@ after the answer has streamed back (parsing a 3 MB body holds the GIL for
 tens of ms: never while a response is on its way), so observing costs no
 latency.
 
+After the answer, the pipeline's ``complete`` (the ledger row, a first
+sighting's analysis) runs on a thread of its own and the handler returns at
+once: the connection's next request is never held for it. The pipeline
+orders per conversation (``Chain.answered``): only that conversation's next
+request waits for it, in the worker thread, before its stages run.
+
 The response streams back chunk by chunk as it arrives (``iter_any``), SSE
 included, with no total timeout. The upstream session runs with
 ``auto_decompress=False``: a compressed answer reaches the client as the exact
@@ -36,7 +42,7 @@ import asyncio
 import logging
 import time
 import urllib.request
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from typing import Any, AsyncIterator, Callable
@@ -90,6 +96,7 @@ class ProxyOptions:
     pipeline: Pipeline | None = None
     executor: Executor | None = None  # pipeline work that the answer waits for
     observer: Executor | None = None  # observe-only work, after the answer (one thread keeps the order)
+    completer: Executor | None = None  # completions, after the answer (one thread of their own)
     on_finished: Callable[[Finished], None] | None = None
     trimmer: Trimmer | None = None  # gives large requests' memory back once they are done (server.py)
     connect_timeout_s: float = 30.0
@@ -269,11 +276,9 @@ async def forward(request: web.Request) -> web.StreamResponse:
     usage: Usage | None = None
     ttfb_ms: float | None = None
     error = ""
-    cancelled = False
     try:
         resp, status, usage, ttfb_ms, error = await _exchange(request, session, url, data, api, t0)
     except asyncio.CancelledError:
-        cancelled = True
         error = "client disconnected"
         raise
     finally:
@@ -288,13 +293,36 @@ async def forward(request: web.Request) -> web.StreamResponse:
                 _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req,
                                                         result, paused_now))
             elif ex is not None:
-                fut = loop.run_in_executor(opts.executor, _complete, pipeline, ex, result)
-                if cancelled:  # cannot wait here any more
-                    _background(opts, fut)
-                else:
-                    # Awaited so that complete(N) has run before this connection's next request.
-                    await asyncio.shield(fut)
+                # Not awaited: the connection is free for its next request at once. The pipeline
+                # orders per conversation instead (``answered``): that conversation's next request
+                # waits in ``process`` until this completion has run; no other one does.
+                _answered(pipeline, ex)
+                _background(opts, loop.run_in_executor(_completer(opts), _complete, pipeline, ex, result))
     return resp
+
+
+_DEFAULT_COMPLETER: Executor | None = None
+
+
+def _completer(opts: ProxyOptions) -> Executor:
+    """Where completions run: one thread of their own, first in first out (a request waiting for its
+    conversation's completion must never hold the thread that completion needs)."""
+    global _DEFAULT_COMPLETER
+    if opts.completer is not None:
+        return opts.completer
+    if _DEFAULT_COMPLETER is None:
+        _DEFAULT_COMPLETER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
+    return _DEFAULT_COMPLETER
+
+
+def _answered(pipeline: Pipeline, ex: Exchange) -> None:
+    answered = getattr(pipeline, "answered", None)
+    if answered is None:
+        return
+    try:
+        answered(ex)
+    except Exception:  # noqa: BLE001 - ordering is the pipeline's; never the answer's problem
+        log.exception("pipeline failed to note an answer")
 
 
 def _background(opts: ProxyOptions, fut: asyncio.Future) -> None:
