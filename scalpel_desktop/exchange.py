@@ -156,6 +156,8 @@ class Exchange:
     # Identify: the working directory the request states (under ~) and its region sizes (tokens).
     project: str | None = None
     regions: dict[str, int] | None = None
+    # The tool inventory's record of this request, taken on the request and written after the response.
+    inventory: Any = field(default=None, repr=False)
     # Set by ``Chain.answered``: this exchange's completion has not run yet (its conversation's next
     # request waits for it); cleared by ``Chain.complete``.
     pending_completion: Any = field(default=None, repr=False)

@@ -15,6 +15,7 @@ from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.surgery.remaining import History
 from scalpel_desktop.surgery.stage import build_surgery_stage
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
@@ -25,10 +26,12 @@ SID = "00000000-0000-4000-8000-0000000000f1"
 HEADERS = {"anthropic-version": "2023-06-01", "x-claude-code-session-id": SID}
 
 
-def _chain(tmp, name="l.db", defer=True):
-    stage = build_surgery_stage({"policy": "cold", "tier": 2, "write_wait_ms": 5000}, connect(tmp / name),
+def _chain(tmp, name="l.db", defer=True, policy="cold", history=None):
+    stage = build_surgery_stage({"policy": policy, "tier": 2, "write_wait_ms": 5000}, connect(tmp / name),
                                 tmp / "spill", PriceTable.builtin())
     stage.defer_first_sightings = defer
+    if history is not None:
+        stage.economist.history = history
     return Chain([ParseReuse(min_bytes=0), Identify(), stage]), stage
 
 
@@ -102,3 +105,35 @@ def test_a_last_message_with_more_results_than_protected_is_analysed_at_once(tmp
     chain, _ = _chain(tmp_path)
     ex = _send(chain, dumps(s.body()), 1000.0, done=False)
     assert not ex.analyse_later and ex.surgery is not None
+
+
+def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(tmp_path):
+    """A warm policy prices a cut of an unknown conversation at its worst case over the turns it
+    has left; with none (a fresh install's prior) no warm cut can repay: sent as it came, and the
+    record after the response is the full path's, figures (the dead results found) included."""
+    body = dumps(_session().body())
+    chain, stage = _chain(tmp_path, policy="death")
+    ex = _send(chain, body, 1000.0, done=False)
+    assert ex.analyse_later and ex.surgery is None and ex.body_to_send() is body
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death")
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body
+    assert fex.decision.figures["candidates"] > 0  # dead reads were there to find
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+
+
+def test_under_death_a_first_sighting_that_could_repay_a_worst_case_cut_is_analysed_at_once(tmp_path):
+    """With a ledger saying conversations go on for long, a worst-case warm cut may repay: the
+    analysis runs on the request path, as it always did."""
+    long_ones = History.of([200] * 10)
+    body = dumps(_session().body())
+    chain, _ = _chain(tmp_path, policy="death", history=long_ones)
+    ex = _send(chain, body, 1000.0, done=False)
+    assert not ex.analyse_later and ex.surgery is not None
+    full, _ = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
+    fex = _send(full, body, 1000.0)
+    assert ex.decision == fex.decision and ex.body_to_send() == fex.body_to_send()
