@@ -45,7 +45,10 @@ streams per path (100 KB first sightings): errors and p99. Nothing is asserted.
 ``--mode``, ``--size``, ``--upstream`` (each repeatable) run only those cells,
 without the RSS and concurrency parts unless ``--rss`` / ``--concurrent`` ask
 for them; ``--rounds`` sets every cell's rounds; ``--set KEY=VALUE`` configures
-scalpel (``scalpel config set``) before it starts.
+scalpel (``scalpel config set``) before it starts; ``--history N`` seeds its
+ledger with N past conversations (the warm policies, the default ``death``
+included, then analyse a first sighting on the request path: a fresh install
+has no history and sends it as it came).
 """
 
 from __future__ import annotations
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rss", action="store_true", help="with --mode/--size/--upstream: the RSS part too")
     ap.add_argument("--concurrent", action="store_true", help="with --mode/--size/--upstream: 200 concurrent streams too")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a scalpel setting (repeatable)")
+    ap.add_argument("--history", type=int, default=0, metavar="N",
+                    help="seed scalpel's ledger with N past conversations of 100 requests (a user's own history: "
+                         "the warm policies then analyse a first sighting on the request path)")
     ap.add_argument("--py-spy", metavar="FILE", help="sample scalpel with py-spy during the cells (raw "
                     "collapsed stacks, GIL holders only) into FILE")
     ap.add_argument("--serve-upstream", nargs=2, help=argparse.SUPPRESS)
@@ -176,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for up, mode, label, size, rounds in cells(args):
             if up not in started:
-                started[up] = start_paths(__file__, up, procs, settings)
+                started[up] = start_paths(__file__, up, procs, settings, args.history)
                 if args.py_spy:
                     spy = profile(started[up][2].pid, args.py_spy + ("" if up == "nodelay" else "." + up))
             print(f"[{time.monotonic() - t_start:5.0f} s] {up} / {mode} / {label} / {rounds} rounds", file=sys.stderr)
@@ -185,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.py_spy:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
-        fast = started.get("nodelay") or (start_paths(__file__, "nodelay", procs, settings)
+        fast = started.get("nodelay") or (start_paths(__file__, "nodelay", procs, settings, args.history)
                                           if do_rss or do_conc else None)
         n_mem = 200 if args.quick else 1000
         if do_rss:

@@ -3,7 +3,8 @@
 ``start_paths`` starts an upstream (``nodelay`` or ``nagle``), a bare aiohttp
 forward to it and ``scalpel start`` (default settings, the pipeline that
 ships, ledger included, its own temporary SCALPEL_HOME; ``settings`` are
-written with ``scalpel config set`` first). Each path is called on its own
+written with ``scalpel config set`` first, and ``history`` past conversations
+seeded into its ledger). Each path is called on its own
 keep-alive connection (``http.client``). ``settle`` waits until no server
 process uses CPU: a call measured "after idle" never overlaps work a path
 still does for the previous one.
@@ -87,12 +88,34 @@ class PathClient:
         return took
 
 
-def start_paths(script: str, style: str, procs: list, settings: dict[str, str] | None = None) -> list[PathClient]:
+def seed_history(env: dict, conversations: int, requests: int = 100) -> None:
+    """Past conversations in the bench home's ledger (``requests`` each, 10 s apart), as a user's
+    own history: the warm policies then expect a conversation to go on, and a first sighting
+    could repay a warm cut priced at its worst case (it is analysed on the request path)."""
+    code = ("import sys\n"
+            "from scalpel_desktop.paths import dirs\n"
+            "from scalpel_desktop.store.ledger import LedgerWriter\n"
+            "n, k = int(sys.argv[1]), int(sys.argv[2])\n"
+            "w = LedgerWriter(dirs().database)\n"
+            "for c in range(n):\n"
+            "    for i in range(k):\n"
+            "        w.submit({'ts': 1.7e9 + c * 1e5 + i * 10.0, 'session': f'past-{c}', 'api': 'anthropic',\n"
+            "                  'endpoint': 'messages', 'status': 200, 'body_bytes': 1000, 'sent_bytes': 1000,\n"
+            "                  'decision': 'unchanged', 'total_ms': 1000.0})\n"
+            "assert w.flush(60)\n"
+            "w.close()\n")
+    subprocess.run([sys.executable, "-c", code, str(conversations), str(requests)], env=env, check=True)
+
+
+def start_paths(script: str, style: str, procs: list, settings: dict[str, str] | None = None,
+                history: int = 0) -> list[PathClient]:
     """direct, bare and scalpel for an upstream of ``style``; the processes go to ``procs``."""
     up, bare, sc = free_port(), free_port(), free_port()
     upstream = f"http://127.0.0.1:{up}"
     home = tempfile.mkdtemp(prefix="scalpel-bench-")
     env = dict(os.environ, SCALPEL_HOME=home, HOME=home)
+    if history:
+        seed_history(env, history)
     for key, value in (settings or {}).items():
         subprocess.run([sys.executable, "-m", "scalpel_desktop", "config", "set", key, value], env=env, check=True,
                        stdout=subprocess.DEVNULL)

@@ -8,7 +8,8 @@ reproduces shows its id there verbatim) - or a cut inside its last message
 (more results there than ``keep_recent`` protects), or under a warm policy
 (``death``, ``payback``) a warm cut that could repay even at its worst case
 (``warm_cut_possible``: only when a first sighting has remaining turns to
-earn on at all). Without any of these, the body
+earn on at all, and then only when the economist's plan, made without the
+layout (``would_cut``), cuts). Without any of these, the body
 goes out unchanged at once: no layout, no view, no analysis on the request
 path (at 2.9 MB that is the parse alone, instead of the parse plus a layout
 pass, a view and the analysis). After the response ``analyse_after`` records
@@ -64,12 +65,12 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
         return False
     if pol.cuts and results_in(msgs[-1:]) > int(stage._get("keep_recent")):
         return False  # the last message (at the break) may hold a free cut
-    if pol.warm and warm_cut_possible(stage, ex, doc):
-        return False
     if stage.cutlog.any_logged():
         ids = result_ids(base)
         if ids is None or (ids and stage.cutlog.any_known(ids)):
             return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
+    if pol.warm and warm_cut_possible(stage, ex, doc) and would_cut(stage, ex, doc, ckey, pol):
+        return False
     ex.analyse_later = True  # the decision is made after the response, as the full path would make it
     return True
 
@@ -91,6 +92,36 @@ def warm_cut_possible(stage: Any, ex: Exchange, doc: dict) -> bool:
                  tokens_now=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
                  first_tokens=0, factor=factor, cap=int(stage._get("payback_turns_max")))
     return hz.turns >= 1
+
+
+def would_cut(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy) -> bool:
+    """The economist's plan for this unknown conversation, without its layout: does it cut?
+
+    For a conversation with no state the plan depends on the dead results found,
+    each message's size and the prompt's, never on the messages' hashes (there is
+    no earlier entry to match them with): the view, the doom spans and the sizes
+    are enough. Only a plan that cuts takes the full path on the request; any
+    other goes out as it came, and ``analyse_after`` records it in full (layout
+    and hashes included) after the response.
+    """
+    view = view_for(ex.request.endpoint, doc)
+    if view is None:
+        return True  # nothing to decide here: the full path says why
+    dirs = stage._get("exclude_dirs")
+    if dirs and excluded(view.cwd(), dirs):
+        return True
+    model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+    units = len(view.units)
+    shape = stage._shape(ex, doc, ckey, model, tuple(range(units)), None, pol)  # placeholders: no state to match
+    brk = stage.economist.natural_break(shape)
+    if not pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index >= brk.index),
+                              int(stage._get("keep_recent"))):
+        return False
+    spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))
+    if not spans:
+        return False
+    candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
+    return bool(stage.economist.decide(shape, candidates, policy=pol.name, brk=brk).cut_ids)
 
 
 def analyse_after(stage: Any, ex: Exchange) -> None:

@@ -126,14 +126,31 @@ def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(
     assert stage.economist.conversations[key] == fstage.economist.conversations[key]
 
 
-def test_under_death_a_first_sighting_that_could_repay_a_worst_case_cut_is_analysed_at_once(tmp_path):
-    """With a ledger saying conversations go on for long, a worst-case warm cut may repay: the
-    analysis runs on the request path, as it always did."""
+def test_under_death_a_first_sighting_whose_worst_case_cut_repays_is_cut_on_the_request_path(tmp_path):
+    """With a ledger saying conversations go on for long, a worst-case warm cut repays here (most
+    of this small prompt is superseded reads): the full path runs on the request and cuts."""
     long_ones = History.of([200] * 10)
     body = dumps(_session().body())
     chain, _ = _chain(tmp_path, policy="death", history=long_ones)
     ex = _send(chain, body, 1000.0, done=False)
-    assert not ex.analyse_later and ex.surgery is not None
+    assert not ex.analyse_later and "cut" in ex.decision.changes and "worst-case" in ex.decision.reason
     full, _ = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
     fex = _send(full, body, 1000.0)
     assert ex.decision == fex.decision and ex.body_to_send() == fex.body_to_send()
+
+
+def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
+    """Turns to earn on, but too few for the worst case to repay: the plan (made without the
+    layout) does not cut, so the body goes out as it came and the full record follows the answer."""
+    short_ones = History.of([3] * 10)
+    body = dumps(_session().body())
+    chain, stage = _chain(tmp_path, policy="death", history=short_ones)
+    ex = _send(chain, body, 1000.0, done=False)
+    assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", history=short_ones)
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body and fex.decision.figures["candidates"] > 0
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
