@@ -42,7 +42,7 @@ import asyncio
 import logging
 import time
 import urllib.request
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from typing import Any, AsyncIterator, Callable
@@ -54,6 +54,7 @@ from yarl import URL
 from scalpel_desktop import clock
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.exchange import ApiRequest, Exchange, Pipeline, ResponseResult
+from scalpel_desktop.proxy import after_answer
 from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
 from scalpel_desktop.proxy.trim import Trimmer
 from scalpel_desktop.wire.jsoncodec import dumps
@@ -290,62 +291,16 @@ async def forward(request: web.Request) -> web.StreamResponse:
             )
             if deferred:
                 # One observer thread, first in first out: records keep the requests' order.
-                _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req,
-                                                        result, paused_now))
+                after_answer.background(opts, loop.run_in_executor(
+                    opts.observer or opts.executor, after_answer.observe, pipeline, api_req, result, paused_now))
             elif ex is not None:
                 # Not awaited: the connection is free for its next request at once. The pipeline
                 # orders per conversation instead (``answered``): that conversation's next request
                 # waits in ``process`` until this completion has run; no other one does.
-                _answered(pipeline, ex)
-                _background(opts, loop.run_in_executor(_completer(opts), _complete, pipeline, ex, result))
+                after_answer.answered(pipeline, ex)
+                after_answer.background(opts, loop.run_in_executor(
+                    after_answer.completer(opts), after_answer.complete, pipeline, ex, result))
     return resp
-
-
-_DEFAULT_COMPLETER: Executor | None = None
-
-
-def _completer(opts: ProxyOptions) -> Executor:
-    """Where completions run: one thread of their own, first in first out (a request waiting for its
-    conversation's completion must never hold the thread that completion needs)."""
-    global _DEFAULT_COMPLETER
-    if opts.completer is not None:
-        return opts.completer
-    if _DEFAULT_COMPLETER is None:
-        _DEFAULT_COMPLETER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
-    return _DEFAULT_COMPLETER
-
-
-def _answered(pipeline: Pipeline, ex: Exchange) -> None:
-    answered = getattr(pipeline, "answered", None)
-    if answered is None:
-        return
-    try:
-        answered(ex)
-    except Exception:  # noqa: BLE001 - ordering is the pipeline's; never the answer's problem
-        log.exception("pipeline failed to note an answer")
-
-
-def _background(opts: ProxyOptions, fut: asyncio.Future) -> None:
-    opts._pending.add(fut)
-    fut.add_done_callback(opts._pending.discard)
-
-
-def _complete(pipeline: Pipeline, ex: Exchange, result: ResponseResult) -> None:
-    try:
-        pipeline.complete(ex, result)
-    except Exception:  # noqa: BLE001
-        log.exception("pipeline failed on response")
-
-
-def _observe(pipeline: Any, request: ApiRequest, result: ResponseResult, paused: bool) -> None:
-    """An observe-only pipeline sees the request and its answer after the client got it,
-    with the pause switch as it was when the request was forwarded."""
-    try:
-        ex = pipeline.process(request, paused=paused)
-    except Exception:  # noqa: BLE001
-        log.exception("pipeline failed while observing")
-        return
-    _complete(pipeline, ex, result)
 
 
 def _count(opts: ProxyOptions, api: str, endpoint: str, status: int, usage: Usage | None, error: str, piped: bool) -> None:

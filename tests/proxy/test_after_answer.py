@@ -1,4 +1,4 @@
-"""The connection is not held while the pipeline completes a request (proxy/forward.py).
+"""The connection is not held while the pipeline completes a request (proxy/after_answer.py, forward.py).
 
 A completion (the ledger row, a first sighting's analysis) runs after the
 answer on a thread of its own. The client's next request on the same
