@@ -127,8 +127,10 @@ def profile(pid: int, out: str) -> subprocess.Popen:
 
 def command_line(argv: list[str]) -> str:
     parts = ["python benchmarks/proxy_overhead.py"]
+    skip = False
     for a in argv:
-        if a.startswith("--out"):
+        if skip or a.startswith("--out"):
+            skip = a == "--out"
             continue
         parts.append(f'"{a}"' if " " in a else a)
     return " ".join(parts)
@@ -215,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         out.append(f"Command: `{command_line(argv)}`. Added latency = the path's call (send to the last byte of "
                    "the answer read) minus the direct call of the same round (ms); the direct rows give the "
                    "direct call's own time. `vs bare` = scalpel minus bare, paired per round. CPU = the path's "
-                   "server process, ms per request (work after the answer included).")
+                   "server process, ms per request: until the answer was read (the request path), and in all "
+                   "(the work after the answer included; back to back: the whole cell's over its rounds). "
+                   "/proc counts CPU in 10 ms ticks: these are means over the rounds.")
         out.append("")
         out += HEADER
         out += rows

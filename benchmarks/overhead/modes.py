@@ -16,7 +16,7 @@ seconds after an answer, once the model's turn and its tool calls are done).
 The ``back to back`` modes send the next request the instant the answer is
 read: the worst case for work done after the response. CPU per request: the
 path's server process from just before the call to idle after it (back to
-back: the whole cell's CPU over its rounds).
+back: the whole cell's CPU over its rounds), and until the answer was read.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ MODES = ("growing", "retry", "first sighting", "back to back", "first sighting, 
 
 
 def measure(paths: list[PathClient], mode: str, size: int, rounds: int, capture, tags) -> tuple[dict, dict, int]:
-    """(seconds per call per path, CPU ms per request per path, message count)."""
+    """(seconds per call per path, {"all": CPU ms per request per path, "answer": CPU ms until the
+    answer was read}, message count)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; one of: {', '.join(MODES)}")
     pids = [p.pid for p in paths]
@@ -40,6 +41,7 @@ def measure(paths: list[PathClient], mode: str, size: int, rounds: int, capture,
     settle(pids)
     totals: dict[str, list[float]] = {p.name: [] for p in paths}
     cpu: dict[str, list[float]] = {p.name: [] for p in paths}
+    to_answer: dict[str, list[float]] = {p.name: [] for p in paths}
     start = {p.name: cpu_ms(p.pid) for p in paths}
     for i in range(rounds):
         if mode in ("growing", "back to back"):
@@ -52,10 +54,11 @@ def measure(paths: list[PathClient], mode: str, size: int, rounds: int, capture,
                 settle(pids)
             c0 = cpu_ms(p.pid)
             totals[p.name].append(p.call(body, headers))
+            to_answer[p.name].append(cpu_ms(p.pid) - c0)
             if not instant:
                 settle(pids)
                 cpu[p.name].append(cpu_ms(p.pid) - c0)
     if instant:
         settle(pids)
         cpu = {p.name: [(cpu_ms(p.pid) - start[p.name]) / rounds] for p in paths}
-    return totals, cpu, len(conv.doc["messages"])
+    return totals, {"all": cpu, "answer": to_answer}, len(conv.doc["messages"])

@@ -11,8 +11,8 @@ from __future__ import annotations
 import statistics
 
 HEADER = ["| upstream | mode | body | messages | path | p50 added (ms) | p95 added (ms) | p50 vs bare (ms) "
-          "| CPU/request (ms) | rounds |",
-          "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+          "| CPU to answer (ms) | CPU in all (ms) | rounds |",
+          "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -27,13 +27,16 @@ def paired(a: list[float], b: list[float]) -> list[float]:
 
 def table_rows(upstream: str, mode: str, label: str, nmsgs: int, totals: dict, cpu: dict) -> list[str]:
     direct = totals["direct"]
+    ans, every = cpu["answer"], cpu["all"]
     rows = [(f"| {upstream} | {mode} | {label} | {nmsgs:,} | direct | {statistics.median(direct) * 1000:.1f} (total) "
-             f"| {pct(direct, 0.95) * 1000:.1f} (total) | | {statistics.mean(cpu['direct']):.1f} | {len(direct)} |")]
+             f"| {pct(direct, 0.95) * 1000:.1f} (total) | | {statistics.mean(ans['direct']):.1f} "
+             f"| {statistics.mean(every['direct']):.1f} | {len(direct)} |")]
     for name in ("bare", "scalpel"):
         added = paired(totals[name], direct)
         vs = f"{statistics.median(paired(totals[name], totals['bare'])):+.1f}" if name == "scalpel" else ""
         rows.append(f"| {upstream} | {mode} | {label} | {nmsgs:,} | {name} | {statistics.median(added):+.1f} "
-                    f"| {pct(added, 0.95):+.1f} | {vs} | {statistics.mean(cpu[name]):.1f} | {len(added)} |")
+                    f"| {pct(added, 0.95):+.1f} | {vs} | {statistics.mean(ans[name]):.1f} "
+                    f"| {statistics.mean(every[name]):.1f} | {len(added)} |")
     return rows
 
 
