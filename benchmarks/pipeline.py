@@ -23,7 +23,8 @@ run, what the proxy does between receiving a request and forwarding it:
   do after the response: a first sighting is laid out and analysed there, off
   the request path).
 
-``--sizes 0.3,2.9,10`` (MB) sets the body sizes; ``--cases`` picks cases by name.
+``--sizes 0.3,2.9,10`` (MB) sets the body sizes; ``--cases`` picks cases by name;
+``--policy death`` runs them under the shipped default policy (``cold`` otherwise).
 
 Each round appends one turn to the conversation, as Claude Code does, so the
 stage can reuse what it learnt from the previous request. The median and p90
@@ -52,6 +53,8 @@ from scalpel_desktop.surgery.stage import build_surgery_stage  # noqa: E402
 from scalpel_desktop.store.db import connect  # noqa: E402
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text  # noqa: E402
 from scalpel_desktop.wire.jsoncodec import dumps  # noqa: E402
+
+POLICY = ["cold"]  # --policy: the surgery policy of every case
 
 HEADERS = {"anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219",
            "x-claude-code-session-id": "00000000-0000-4000-8000-000000000001"}
@@ -86,7 +89,7 @@ def first_sightings(size: int, rounds: int) -> tuple[list[float], list[float]]:
     before, after = [], []
     for r in range(rounds):
         tmp = tempfile.mkdtemp(prefix="scalpel-bench-pipeline-")
-        stage = build_surgery_stage({"policy": "cold", "tier": 2}, connect(Path(tmp) / "l.db"), Path(tmp) / "spill",
+        stage = build_surgery_stage({"policy": POLICY[0], "tier": 2}, connect(Path(tmp) / "l.db"), Path(tmp) / "spill",
                                     prices)
         chain = Chain([ParseReuse(), Identify(), stage])
         start = time.perf_counter()
@@ -105,7 +108,7 @@ def run_case(size: int, case: str, rounds: int) -> list[float]:
     prices = PriceTable.builtin()
     # A generous write budget: the first cut of a 2.9 MB conversation spills hundreds of files,
     # whose fsyncs on a busy machine outlast the shipped 50 ms (no cut then: benchmarks/stall.py).
-    config = {"policy": "cold", "tier": 2, "write_wait_ms": 5000}
+    config = {"policy": POLICY[0], "tier": 2, "write_wait_ms": 5000}
     if case == "first sighting":
         return first_sightings(size, rounds)[0]
     if case == "pass-through":
@@ -160,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--sizes", default="0.3,2.9", help="body sizes in MB, comma-separated")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--policy", default="cold", help="surgery policy (default cold; the shipped default is death)")
     args = ap.parse_args(argv)
+    POLICY[0] = args.policy
     os.environ.setdefault("SCALPEL_HOME", tempfile.mkdtemp(prefix="scalpel-home-"))
     cases = ["pass-through", "warm", "warm, no parse reuse", "replaying cuts", "cutting", "cutting, spill not fsynced",
              "first sighting"]

@@ -156,6 +156,11 @@ class Exchange:
     # Identify: the working directory the request states (under ~) and its region sizes (tokens).
     project: str | None = None
     regions: dict[str, int] | None = None
+    # The tool inventory's record of this request, taken on the request and written after the response.
+    inventory: Any = field(default=None, repr=False)
+    # Set by ``Chain.answered``: this exchange's completion has not run yet (its conversation's next
+    # request waits for it); cleared by ``Chain.complete``.
+    pending_completion: Any = field(default=None, repr=False)
     _doc: Any = field(default=_UNPARSED, repr=False)
 
     @property
@@ -203,6 +208,11 @@ class Pipeline(Protocol):
     def process(self, request: ApiRequest, *, paused: bool | None = None) -> Exchange: ...
 
     def complete(self, ex: Exchange, result: ResponseResult) -> None: ...
+
+    def answered(self, ex: Exchange) -> None:
+        """The client has ``ex``'s answer; ``complete`` runs later (the conversation's next request
+        waits for it in ``process``)."""
+        ...
 
     def observe_only(self) -> bool | None:
         """The pause switch as read now when no stage that could change a body would

@@ -78,6 +78,7 @@ class Runtime:
         self.prices: PriceTable | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._observer: ThreadPoolExecutor | None = None
+        self._completer: ThreadPoolExecutor | None = None
         self._token = ""
         self.state = "stopped"  # stopped | running | paused | error
         self.port: int | None = None
@@ -178,6 +179,7 @@ class Runtime:
         limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
+        self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
         assemble.register_actions(self)
 
     def _proxy_options(self):
@@ -187,6 +189,7 @@ class Runtime:
             pipeline=self._pipeline,
             executor=self._executor,
             observer=self._observer,
+            completer=self._completer,
             on_finished=self.stats.record,
             trimmer=Trimmer(),
         )
@@ -259,6 +262,10 @@ class Runtime:
             # Observations still queued become ledger rows before the ledger closes.
             self._observer.shutdown(wait=True)
             self._observer = None
+        if self._completer is not None:
+            # So do the completions of requests already answered.
+            self._completer.shutdown(wait=True)
+            self._completer = None
         if self._pipeline is not None:
             assemble.close_stages(self._pipeline.stages)
         if self._ledger is not None:

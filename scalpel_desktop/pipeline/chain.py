@@ -7,23 +7,44 @@ decision says so.
 Nothing outside looks inside a chain: ``get(name)`` finds a stage,
 ``observe_only()`` says whether no stage that could change a body would run
 now, ``stages`` is read only by the composer's ``close_stages``.
+
+Order per conversation, not per connection: the proxy calls ``answered(ex)``
+the moment the client has its answer, then runs ``complete`` off the request
+path (the analysis of a first sighting, the ledger row) without holding the
+connection. A later request of the SAME conversation waits in ``process``,
+before the stages that keep per-conversation state (everything after
+parse-reuse and identify), until every completion answered before it has run
+(``order_wait_s`` at most; past it, it goes on and says so in the log): it
+sees the analysis's state exactly as if the completion had been awaited.
+Other conversations never wait for it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+import threading
+import time
+from typing import Any, Callable, Hashable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
+from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import too_deep
 
 log = logging.getLogger("scalpel.pipeline")
+
+# Stages that only read the request (the parse, the key): they run before a request waits for its
+# conversation's pending completions; every later stage sees the state those completions leave.
+_BEFORE_ORDER = ("parse-reuse", "identify")
+ORDER_WAIT_S = 10.0
 
 
 class Chain:
     def __init__(self, stages: Sequence[Stage], paused: Callable[[], bool] = lambda: False):
         self.stages = list(stages)
         self.paused = paused
+        self.order_wait_s = ORDER_WAIT_S
+        self._pending: dict[Hashable, list[threading.Event]] = {}  # conversation -> completions not run yet
+        self._pending_lock = threading.Lock()
 
     def get(self, name: str) -> Any:
         """The stage called ``name``, or None."""
@@ -49,9 +70,13 @@ class Chain:
         ex = Exchange(request=request)
         if paused is None:
             paused = _safe_bool(self.paused)
+        ordered = False
         for stage in self.stages:
             if paused and getattr(stage, "mutates", True):
                 continue
+            if not ordered and getattr(stage, "name", None) not in _BEFORE_ORDER:
+                ordered = True
+                self._wait_for_earlier(ex)
             try:
                 stage.on_request(ex)
             except Exception as e:  # noqa: BLE001 - fail open, always
@@ -69,13 +94,67 @@ class Chain:
             ex.decision = Decision("paused", "paused: pass-through")
         return ex
 
+    def answered(self, ex: Exchange) -> None:
+        """The client has ``ex``'s answer and ``complete(ex, ...)`` will run later: until it has,
+        a later request of the same conversation waits in ``process`` (never another one)."""
+        key = _order_key(ex)
+        if key is None:
+            return
+        done = threading.Event()
+        with self._pending_lock:
+            self._pending.setdefault(key, []).append(done)
+        ex.pending_completion = (key, done)
+
     def complete(self, ex: Exchange, result: ResponseResult) -> None:
         ex.response = result
-        for stage in self.stages:
-            try:
-                stage.on_response(ex)
-            except Exception:  # noqa: BLE001
-                log.exception("stage %s failed on response", stage.name)
+        try:
+            for stage in self.stages:
+                try:
+                    stage.on_response(ex)
+                except Exception:  # noqa: BLE001
+                    log.exception("stage %s failed on response", stage.name)
+        finally:
+            self._completed(ex)
+
+    def _completed(self, ex: Exchange) -> None:
+        pending, ex.pending_completion = ex.pending_completion, None
+        if pending is None:
+            return
+        key, done = pending
+        with self._pending_lock:
+            waiting = self._pending.get(key, [])
+            if done in waiting:
+                waiting.remove(done)
+            if not waiting:
+                self._pending.pop(key, None)
+        done.set()
+
+    def _wait_for_earlier(self, ex: Exchange) -> None:
+        """Until every completion of this request's conversation answered before now has run."""
+        if not self._pending:
+            return
+        key = _order_key(ex)
+        if key is None:
+            return
+        with self._pending_lock:
+            earlier = list(self._pending.get(key, ()))
+        deadline = time.monotonic() + self.order_wait_s
+        for done in earlier:
+            if not done.wait(max(0.0, deadline - time.monotonic())):
+                log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s; "
+                            "going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
+                return
+
+
+def _order_key(ex: Exchange) -> Hashable | None:
+    """The conversation ``ex`` belongs to, as far as ordering goes: (session id, agent id); None when
+    the body is not a parsed JSON object (nothing keeps state about it)."""
+    key = ex.key
+    if key is None:
+        if not ex.parsed or not isinstance(ex.doc, dict):
+            return None
+        key = conversation_key(ex.request.headers, ex.doc)
+    return (getattr(key, "session_id", str(key)), getattr(key, "agent_id", ""))
 
 
 def _safe_bool(fn: Callable[[], bool]) -> bool:

@@ -1,5 +1,10 @@
 """The observing stage: conversation key, model, size estimate, project and context regions.
-Changes nothing."""
+Changes nothing.
+
+The key, the model and the size are read on the request (later stages need
+them); the context regions (a walk over every message, for the ledger row and
+the dashboard only) are measured after the response, off the request path.
+"""
 
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ class Identify:
             ex.model = model if isinstance(model, str) else ""
         # Size estimate from the raw bytes (cheap, no re-serialization).
         ex.tokens_before = estimate_tokens_bytes(len(ex.request.body))
-        # What the dashboard names the session by, and the prompt's split by region (sizes only).
+        # What the dashboard names the session by.
         ex.project = working_directory(doc)
-        ex.regions = measure(ex.request.endpoint, doc, len(ex.request.body))
 
     def on_response(self, ex: Exchange) -> None:
+        # The prompt's split by region (sizes only), for the ledger row: after the answer.
+        if ex.regions is None:
+            ex.regions = measure(ex.request.endpoint, ex.doc, len(ex.request.body))
         if ex.tokens_after is None:
             ex.tokens_after = (
                 estimate_tokens_bytes(len(ex.new_body)) if ex.new_body is not None else ex.tokens_before

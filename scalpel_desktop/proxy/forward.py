@@ -17,6 +17,12 @@ after the answer has streamed back (parsing a 3 MB body holds the GIL for
 tens of ms: never while a response is on its way), so observing costs no
 latency.
 
+After the answer, the pipeline's ``complete`` (the ledger row, a first
+sighting's analysis) runs on a thread of its own and the handler returns at
+once: the connection's next request is never held for it. The pipeline
+orders per conversation (``Chain.answered``): only that conversation's next
+request waits for it, in the worker thread, before its stages run.
+
 The response streams back chunk by chunk as it arrives (``iter_any``), SSE
 included, with no total timeout. The upstream session runs with
 ``auto_decompress=False``: a compressed answer reaches the client as the exact
@@ -48,6 +54,7 @@ from yarl import URL
 from scalpel_desktop import clock
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.exchange import ApiRequest, Exchange, Pipeline, ResponseResult
+from scalpel_desktop.proxy import after_answer
 from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
 from scalpel_desktop.proxy.trim import Trimmer
 from scalpel_desktop.wire.jsoncodec import dumps
@@ -90,6 +97,7 @@ class ProxyOptions:
     pipeline: Pipeline | None = None
     executor: Executor | None = None  # pipeline work that the answer waits for
     observer: Executor | None = None  # observe-only work, after the answer (one thread keeps the order)
+    completer: Executor | None = None  # completions, after the answer (one thread of their own)
     on_finished: Callable[[Finished], None] | None = None
     trimmer: Trimmer | None = None  # gives large requests' memory back once they are done (server.py)
     connect_timeout_s: float = 30.0
@@ -269,11 +277,9 @@ async def forward(request: web.Request) -> web.StreamResponse:
     usage: Usage | None = None
     ttfb_ms: float | None = None
     error = ""
-    cancelled = False
     try:
         resp, status, usage, ttfb_ms, error = await _exchange(request, session, url, data, api, t0)
     except asyncio.CancelledError:
-        cancelled = True
         error = "client disconnected"
         raise
     finally:
@@ -285,39 +291,16 @@ async def forward(request: web.Request) -> web.StreamResponse:
             )
             if deferred:
                 # One observer thread, first in first out: records keep the requests' order.
-                _background(opts, loop.run_in_executor(opts.observer or opts.executor, _observe, pipeline, api_req,
-                                                        result, paused_now))
+                after_answer.background(opts, loop.run_in_executor(
+                    opts.observer or opts.executor, after_answer.observe, pipeline, api_req, result, paused_now))
             elif ex is not None:
-                fut = loop.run_in_executor(opts.executor, _complete, pipeline, ex, result)
-                if cancelled:  # cannot wait here any more
-                    _background(opts, fut)
-                else:
-                    # Awaited so that complete(N) has run before this connection's next request.
-                    await asyncio.shield(fut)
+                # Not awaited: the connection is free for its next request at once. The pipeline
+                # orders per conversation instead (``answered``): that conversation's next request
+                # waits in ``process`` until this completion has run; no other one does.
+                after_answer.answered(pipeline, ex)
+                after_answer.background(opts, loop.run_in_executor(
+                    after_answer.completer(opts), after_answer.complete, pipeline, ex, result))
     return resp
-
-
-def _background(opts: ProxyOptions, fut: asyncio.Future) -> None:
-    opts._pending.add(fut)
-    fut.add_done_callback(opts._pending.discard)
-
-
-def _complete(pipeline: Pipeline, ex: Exchange, result: ResponseResult) -> None:
-    try:
-        pipeline.complete(ex, result)
-    except Exception:  # noqa: BLE001
-        log.exception("pipeline failed on response")
-
-
-def _observe(pipeline: Any, request: ApiRequest, result: ResponseResult, paused: bool) -> None:
-    """An observe-only pipeline sees the request and its answer after the client got it,
-    with the pause switch as it was when the request was forwarded."""
-    try:
-        ex = pipeline.process(request, paused=paused)
-    except Exception:  # noqa: BLE001
-        log.exception("pipeline failed while observing")
-        return
-    _complete(pipeline, ex, result)
 
 
 def _count(opts: ProxyOptions, api: str, endpoint: str, status: int, usage: Usage | None, error: str, piped: bool) -> None:

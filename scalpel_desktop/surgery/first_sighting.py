@@ -5,7 +5,11 @@ is the last message): nothing is cut on a guess. What such a request can
 need is the re-application of logged cuts - found by tool_use_id in the raw
 bytes (``offsets.result_ids``: every tool result of a body the codec
 reproduces shows its id there verbatim) - or a cut inside its last message
-(more results there than ``keep_recent`` protects). Without either, the body
+(more results there than ``keep_recent`` protects), or under a warm policy
+(``death``, ``payback``) a warm cut that could repay even at its worst case
+(``warm_cut_possible``: only when a first sighting has remaining turns to
+earn on at all, and then only when the economist's plan, made without the
+layout (``would_cut``), cuts). Without any of these, the body
 goes out unchanged at once: no layout, no view, no analysis on the request
 path (at 2.9 MB that is the parse alone, instead of the parse plus a layout
 pass, a view and the analysis). After the response ``analyse_after`` records
@@ -17,16 +21,24 @@ take the full path on the request.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.exchange import Exchange, SurgerySent
+from scalpel_desktop.surgery.doom import STUB_TOKENS
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.offsets import result_ids
+from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import Policy, policy_named
+from scalpel_desktop.surgery.remaining import horizon
+from scalpel_desktop.wire.cache_rules import message_ttl_s
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import too_deep
 from scalpel_desktop.wire.layout import locate
+
+log = logging.getLogger("scalpel.surgery")
 
 
 def results_in(msgs: list) -> int:
@@ -44,21 +56,72 @@ def results_in(msgs: list) -> int:
 
 def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
     """True (and ``ex.analyse_later`` set) when this first sighting goes out unchanged now."""
-    if not stage.defer_first_sightings or base is not ex.request.body or pol.warm:
+    if not stage.defer_first_sightings or base is not ex.request.body:
         return False
     if ckey in stage.economist.conversations:
         return False  # known to the economist (only its memo entry was dropped): it may cut
     msgs = doc.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return False
-    if pol.looks_for_dead(results_in(msgs[-1:]), int(stage._get("keep_recent"))):
-        return False
+    if pol.cuts and results_in(msgs[-1:]) > int(stage._get("keep_recent")):
+        return False  # the last message (at the break) may hold a free cut
     if stage.cutlog.any_logged():
         ids = result_ids(base)
         if ids is None or (ids and stage.cutlog.any_known(ids)):
             return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
+    if pol.warm and warm_cut_possible(stage, ex, doc) and would_cut(stage, ex, doc, ckey, pol):
+        return False
     ex.analyse_later = True  # the decision is made after the response, as the full path would make it
     return True
+
+
+def warm_cut_possible(stage: Any, ex: Exchange, doc: dict) -> bool:
+    """Could a warm policy cut this unknown conversation before its break?
+
+    Its break is its last message and no entry of it is known, so a warm cut
+    would be priced at its worst case over the remaining turns a conversation
+    seen for the first time gets (``remaining.horizon`` with nothing so far, as
+    ``payback.payback_plan`` asks it): with none (a fresh install's prior, or a
+    ledger whose conversations say so) no warm cut can repay, and only the
+    analysis after the response is needed. Otherwise the full analysis runs on
+    the request path (the worst case can repay when most of a prompt is dead).
+    """
+    factor = float(stage._get("payback_factor"))
+    hz = horizon(stage.economist.history, model=ex.model or str(doc.get("model") or ""), so_far=0, conv_breaks=0,
+                 ttl_s=message_ttl_s(ex.request.endpoint, doc), margin=float(stage._get("ttl_margin_s")),
+                 tokens_now=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
+                 first_tokens=0, factor=factor, cap=int(stage._get("payback_turns_max")))
+    return hz.turns >= 1
+
+
+def would_cut(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy) -> bool:
+    """The economist's plan for this unknown conversation, without its layout: does it cut?
+
+    For a conversation with no state the plan depends on the dead results found,
+    each message's size and the prompt's, never on the messages' hashes (there is
+    no earlier entry to match them with): the view, the doom spans and the sizes
+    are enough. Only a plan that cuts takes the full path on the request; any
+    other goes out as it came, and ``analyse_after`` records it in full (layout
+    and hashes included) after the response.
+    """
+    view = view_for(ex.request.endpoint, doc)
+    if view is None:
+        return True  # nothing to decide here: the full path says why
+    dirs = stage._get("exclude_dirs")
+    if dirs and excluded(view.cwd(), dirs):
+        return True
+    model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+    units = len(view.units)
+    shape = stage._shape(ex, doc, ckey, model, tuple(range(units)), None, pol)  # placeholders: no state to match
+    brk = stage.economist.natural_break(shape)
+    if not pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index >= brk.index),
+                              int(stage._get("keep_recent"))):
+        return False
+    spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))
+    if not spans:
+        return False
+    candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
+    return bool(stage.economist.decide(shape, candidates, policy=pol.name, brk=brk).cut_ids)
 
 
 def analyse_after(stage: Any, ex: Exchange) -> None:
@@ -90,9 +153,21 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
         return
     shape = stage._shape(ex, doc, ckey, model, stage._hashes(view, layout), layout, pol)
     brk = stage.economist.natural_break(shape)
-    plan = stage.economist.decide(shape, (), policy=pol.name, brk=brk)
+    # What the full path would have looked at, decided and recorded (its figures included).
+    spans = []
+    looked = pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index >= brk.index),
+                                int(stage._get("keep_recent")))
+    if looked:
+        spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))
+    candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
+    plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)
+    if plan.cut_ids:  # send_as_it_came ruled this out: say so rather than record a cut never sent
+        log.warning("a first sighting went out as it came where the full path would have cut (%s)", plan.reason)
+        plan = Plan(natural_break=brk, reason=f"sent as it came (a first sighting); {plan.reason}",
+                    figures=plan.figures)
     serial = stage.economist.record_sent(shape, shape.unit_hashes, brk)
     ex.surgery = SurgerySent(serial, ckey, model)
     if layout is not None:
         stage._remember(ckey, req.body, layout, view, None, list(shape.unit_hashes), [])
-    stage._decide(ex, plan, replayed=0, cuts=[], removed=0)
+    dead = {"dead_left": sum(s.tokens for s in spans)} if looked else None
+    stage._decide(ex, plan, replayed=0, cuts=[], removed=0, extra=dead)

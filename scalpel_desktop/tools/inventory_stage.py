@@ -2,7 +2,9 @@
 
 It runs before the tool filter so it sees the client's own declarations. The
 request thread only takes references (a shallow copy of the message list);
-parsing and the database writes happen on the tools' background writer.
+the scan and the database writes happen on the tools' background writer,
+handed to it after the response (``on_response``) so that work never competes
+with the request for the interpreter while the request is on its way.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ class InventoryStage:
         messages = doc.get("messages")
         snapshot = {"tools": doc.get("tools"), "messages": list(messages) if isinstance(messages, list) else []}
         model = doc.get("model") if isinstance(doc.get("model"), str) else ""
-        self.writer.submit(self.recorder.record, key.session_id, key.agent_id, snapshot,
-                           req.client, model, req.received_at)
+        ex.inventory = (self.recorder.record, key.session_id, key.agent_id, snapshot, req.client, model,
+                        req.received_at)
 
     def on_response(self, ex: Exchange) -> None:
-        return None
+        job, ex.inventory = ex.inventory, None
+        if job is not None:
+            self.writer.submit(*job)

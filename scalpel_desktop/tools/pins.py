@@ -15,11 +15,20 @@ None (the request goes out unfiltered) and the worker carries on, retrying
 until the database takes the write. A pin stored after its session's first
 request went out unfiltered is stored EMPTY, so the session keeps the tools it
 started with; once stored it is what every later request uses.
+
+Most sessions are pinned empty (the filter is off, or the session was first
+seen mid-conversation), and for those the answer does not depend on the
+database: the set of sessions whose stored pin is NOT empty is read once, off
+the request path (and again after ``forget``). A session outside that set
+whose new pin would be empty gets its empty pin at once, without waiting; the
+worker stores it (empty, whatever the filter says by then). Until the set has
+been read, every session waits as above.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 from scalpel_desktop.store.offpath import Job, Worker
@@ -48,6 +57,16 @@ class SessionPins:
         self._cache: dict[str, Pin] = {}
         self._attempts: dict[str, _Attempt] = {}
         self._lock = threading.Lock()
+        # Sessions whose stored pin is not empty (None: not read yet); read by the worker.
+        self._nonempty: set[str] | None = None
+        self._load_nonempty()
+
+    def _load_nonempty(self) -> None:
+        def load() -> None:
+            got = set(self.store.nonempty_pins())
+            with self._lock:
+                self._nonempty = got
+        self.worker.submit(load, retry=True)
 
     def pin_for(self, session: str, *, mid_session: bool = False, now: float | None = None) -> Pin | None:
         """The session's pin; None when it could not be read or stored within the bound
@@ -59,8 +78,18 @@ class SessionPins:
             attempt = self._attempts.get(session)
             if attempt is None:
                 attempt = self._attempts[session] = _Attempt()
+                surely_empty = self._nonempty is not None and session not in self._nonempty \
+                    and (mid_session or not _safe(self.enabled))
+                if surely_empty:
+                    # What the database would answer: nothing stored (or an empty pin), and a new pin
+                    # would be empty. Answered now; stored empty by the worker whatever happens meanwhile.
+                    attempt.late = True
+                    pin = self._cache[session] = Pin(session, now if now is not None else time.time(), False,
+                                                     frozenset())
                 attempt.job = self.worker.submit(lambda: self._establish(session, mid_session, now, attempt),
                                                  retry=True)
+                if surely_empty:
+                    return pin
         job = attempt.job
         assert job is not None
         if attempt.late and not job.done:
@@ -105,6 +134,8 @@ class SessionPins:
         if len(self._cache) > 50000:
             self._cache.clear()
         self._cache[session] = pin
+        if pin.names and self._nonempty is not None:
+            self._nonempty.add(session)
         self._attempts.pop(session, None)
         return pin
 
@@ -112,6 +143,8 @@ class SessionPins:
         """Drop the in-memory copies (after the user re-pinned sessions on purpose)."""
         with self._lock:
             self._cache.clear()
+            self._nonempty = None  # a re-pin may have filled sessions' pins: read the set again
+        self._load_nonempty()
 
     def close(self, timeout: float = 5.0) -> None:
         self.worker.close(timeout)

@@ -110,6 +110,11 @@ class ToolStore:
             ).fetchone()
         return None if r is None else Pin(r[0], r[1], bool(r[2]), frozenset(json.loads(r[3])))
 
+    def nonempty_pins(self) -> list[str]:
+        """Sessions whose pin removes something (every other session's pin is empty or absent)."""
+        with self.lock:
+            return [r[0] for r in self.conn.execute("SELECT session FROM tool_session_pins WHERE names != '[]'")]
+
     def create_pin(self, session: str, enabled: bool, names: Iterable[str], now: float | None = None) -> Pin:
         """Pin ``names`` for ``session`` unless a pin exists already; return the stored pin."""
         now = time.time() if now is None else now

@@ -66,14 +66,12 @@ def head_of(raw: bytes, layout: Layout) -> bytes:
 
 
 def repeats(raw: bytes, prev: LaidOut, k: int) -> bool:
-    """Does ``raw`` repeat ``prev``'s bytes through its message ``k - 1``? (memcmp, no copy
-    in the common case ``k == len(prev.layout.ends) - 1``)."""
+    """Does ``raw`` repeat ``prev``'s bytes through its message ``k - 1``? (one memcmp over a
+    view of ``prev.raw``: no copy of a 2.9 MB prefix.)"""
     end = prev.layout.ends[k - 1]
     if len(raw) <= end:
         return False
-    if k == len(prev.layout.ends) - 1:
-        return raw.startswith(prev.head())
-    return raw[:end] == prev.raw[:end]
+    return raw.startswith(memoryview(prev.raw)[:end])
 
 
 def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:

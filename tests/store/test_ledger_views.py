@@ -29,7 +29,10 @@ def _exchange(home: str) -> Exchange:
 
 def test_project_and_regions_are_recorded_without_content(isolated_home):
     ex = _exchange(str(isolated_home))
-    Identify().on_request(ex)
+    ident = Identify()
+    ident.on_request(ex)
+    assert ex.regions is None  # measured after the answer, off the request path
+    ident.on_response(ex)
     row = build_row(ex)
     assert row["project"] == "~/work/proj"
     regions = json.loads(row["regions"])

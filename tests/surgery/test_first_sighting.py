@@ -15,6 +15,7 @@ from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.doom import is_stub
+from scalpel_desktop.surgery.remaining import History
 from scalpel_desktop.surgery.stage import build_surgery_stage
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
@@ -25,10 +26,12 @@ SID = "00000000-0000-4000-8000-0000000000f1"
 HEADERS = {"anthropic-version": "2023-06-01", "x-claude-code-session-id": SID}
 
 
-def _chain(tmp, name="l.db", defer=True):
-    stage = build_surgery_stage({"policy": "cold", "tier": 2, "write_wait_ms": 5000}, connect(tmp / name),
+def _chain(tmp, name="l.db", defer=True, policy="cold", history=None):
+    stage = build_surgery_stage({"policy": policy, "tier": 2, "write_wait_ms": 5000}, connect(tmp / name),
                                 tmp / "spill", PriceTable.builtin())
     stage.defer_first_sightings = defer
+    if history is not None:
+        stage.economist.history = history
     return Chain([ParseReuse(min_bytes=0), Identify(), stage]), stage
 
 
@@ -102,3 +105,52 @@ def test_a_last_message_with_more_results_than_protected_is_analysed_at_once(tmp
     chain, _ = _chain(tmp_path)
     ex = _send(chain, dumps(s.body()), 1000.0, done=False)
     assert not ex.analyse_later and ex.surgery is not None
+
+
+def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(tmp_path):
+    """A warm policy prices a cut of an unknown conversation at its worst case over the turns it
+    has left; with none (a fresh install's prior) no warm cut can repay: sent as it came, and the
+    record after the response is the full path's, figures (the dead results found) included."""
+    body = dumps(_session().body())
+    chain, stage = _chain(tmp_path, policy="death")
+    ex = _send(chain, body, 1000.0, done=False)
+    assert ex.analyse_later and ex.surgery is None and ex.body_to_send() is body
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death")
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body
+    assert fex.decision.figures["candidates"] > 0  # dead reads were there to find
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+
+
+def test_under_death_a_first_sighting_whose_worst_case_cut_repays_is_cut_on_the_request_path(tmp_path):
+    """With a ledger saying conversations go on for long, a worst-case warm cut repays here (most
+    of this small prompt is superseded reads): the full path runs on the request and cuts."""
+    long_ones = History.of([200] * 10)
+    body = dumps(_session().body())
+    chain, _ = _chain(tmp_path, policy="death", history=long_ones)
+    ex = _send(chain, body, 1000.0, done=False)
+    assert not ex.analyse_later and "cut" in ex.decision.changes and "worst-case" in ex.decision.reason
+    full, _ = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
+    fex = _send(full, body, 1000.0)
+    assert ex.decision == fex.decision and ex.body_to_send() == fex.body_to_send()
+
+
+def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
+    """Turns to earn on, but too few for the worst case to repay: the plan (made without the
+    layout) does not cut, so the body goes out as it came and the full record follows the answer."""
+    short_ones = History.of([3] * 10)
+    body = dumps(_session().body())
+    chain, stage = _chain(tmp_path, policy="death", history=short_ones)
+    ex = _send(chain, body, 1000.0, done=False)
+    assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", history=short_ones)
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body and fex.decision.figures["candidates"] > 0
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]

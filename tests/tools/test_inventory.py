@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from scalpel_desktop.exchange import ResponseResult
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.tools.inventory_stage import InventoryStage
@@ -46,8 +47,9 @@ def test_stage_records_real_claude_code_sessions(tmp_path):
     chain = Chain([Identify(), stage])
     reqs = corpus_requests("2.1.332")
     for r in reqs:
-        chain.process(request(None, raw=dumps(r["body"]), session=r["headers"].get("x-claude-code-session-id"),
-                              agent=r["headers"].get("x-claude-code-agent-id") or ""))
+        ex = chain.process(request(None, raw=dumps(r["body"]), session=r["headers"].get("x-claude-code-session-id"),
+                                   agent=r["headers"].get("x-claude-code-agent-id") or ""))
+        chain.complete(ex, ResponseResult(200, None, 1.0, 1.0, 0.0))  # recorded after the answer
     stage.writer.flush()
     (sess,) = store.query("SELECT session, requests FROM tool_sessions")
     assert sess[1] == len(reqs)

@@ -1,4 +1,7 @@
-"""The stage that feeds the tool inventory: what it hands to the background writer, and when not."""
+"""The stage that feeds the tool inventory: what it hands to the background writer, and when not.
+
+It takes its snapshot on the request and hands it to the writer after the response
+(``through``): the writer's scan never competes with a request on its way."""
 
 from __future__ import annotations
 
@@ -20,6 +23,15 @@ class Recorded:
         self.jobs.append((fn, args))
 
 
+def through(stage: InventoryStage, ex: Exchange) -> None:
+    """The request, then its response: the writer gets the record only after the response."""
+    before = len(stage.writer.jobs) if isinstance(stage.writer, Recorded) else None
+    stage.on_request(ex)
+    if before is not None:
+        assert len(stage.writer.jobs) == before  # nothing handed to the writer while the request is on its way
+    stage.on_response(ex)
+
+
 def stage_with(tmp_path) -> tuple[InventoryStage, Recorded]:
     writer = Recorded()
     return InventoryStage(ToolStore.open(tmp_path / "t.sqlite3"), writer=writer), writer
@@ -29,7 +41,7 @@ def test_it_submits_the_declarations_a_copy_of_the_messages_and_the_request_fact
     stage, writer = stage_with(tmp_path)
     doc = body([tool("Bash"), tool("Read")], turns=1, session="s-1")  # the session in metadata.user_id
     ex = Exchange(request(doc, agent="a-2", received_at=1_800_000_123.0))
-    stage.on_request(ex)
+    through(stage, ex)
     [(fn, (session, agent, snapshot, client, model, now))] = writer.jobs
     assert fn == stage.recorder.record
     assert (session, agent, now) == ("s-1", "a-2", 1_800_000_123.0)
@@ -44,7 +56,7 @@ def test_the_key_an_earlier_stage_found_is_used(tmp_path):
     stage, writer = stage_with(tmp_path)
     ex = Exchange(request(body([tool("Bash")]), session="from-header"))
     ex.key = ConversationKey("from-identify", "sub")
-    stage.on_request(ex)
+    through(stage, ex)
     assert writer.jobs[0][1][:2] == ("from-identify", "sub")
 
 
@@ -52,12 +64,12 @@ def test_only_messages_and_chat_bodies_that_parse(tmp_path):
     stage, writer = stage_with(tmp_path)
     for endpoint in ("count_tokens", "responses", "other"):
         req = ApiRequest("POST", "/v1/x", "", "anthropic", endpoint, {}, dumps(body([tool("Bash")])), 0.0)
-        stage.on_request(Exchange(req))
-    stage.on_request(Exchange(request(None, raw=b"not json")))
+        through(stage, Exchange(req))
+    through(stage, Exchange(request(None, raw=b"not json")))
     assert writer.jobs == []
     chat = ApiRequest("POST", "/v1/chat/completions", "", "openai", "chat", {},
                       dumps({"model": 5, "messages": "odd", "tools": []}), 0.0)
-    stage.on_request(Exchange(chat))
+    through(stage, Exchange(chat))
     [(_, (_, _, snapshot, _, model, _))] = writer.jobs
     assert snapshot["messages"] == [] and model == ""
 
@@ -66,7 +78,7 @@ def test_with_the_real_writer_the_inventory_lands_in_the_store(tmp_path):
     store = ToolStore.open(tmp_path / "t.sqlite3")
     stage = InventoryStage(store)
     try:
-        stage.on_request(Exchange(request(body([tool("Bash"), tool("mcp__gh__issue")], session="s-9"))))
+        through(stage, Exchange(request(body([tool("Bash"), tool("mcp__gh__issue")], session="s-9"))))
         assert stage.writer.flush()
         names = {n for (n,) in store.query("SELECT name FROM tool_declarations")}
         assert {"Bash", "mcp__gh__issue"} <= names

@@ -91,3 +91,33 @@ def test_a_database_error_that_is_not_a_stall_fails_the_stage_open(tmp_path):
         assert "closed" in str(e)
     else:
         raise AssertionError("a closed database must not answer a pin")
+
+
+def test_a_pin_that_would_be_empty_is_answered_without_the_database(tmp_path):
+    """Filter off, or a session first seen mid-conversation, and no non-empty pin stored for it: the
+    answer is empty whatever the database says, so the request does not wait for it (it is locked
+    here); the worker stores the empty pin once it can."""
+    store = _store(tmp_path)
+    SessionPins(store, lambda: True, wait_s=lambda: 5.0).pin_for("pinned")  # a stored non-empty pin
+    pins = SessionPins(store, lambda: False, wait_s=lambda: 0.05)
+    assert pins.worker.flush(30)  # the set of non-empty pins has been read
+    with exclusive_lock(tmp_path / "ledger.sqlite3"):
+        pin = pins.pin_for("new")
+        assert pin is not None and pin.names == frozenset() and not pin.enabled
+        assert pins.pin_for("new") == pin  # cached
+        assert pins.pin_for("pinned") is None  # its stored pin removes tools: only the database knows
+    assert pins.worker.flush(30)
+    stored = store.get_pin("new")
+    assert stored is not None and stored.names == frozenset()
+    assert pins.pin_for("pinned").names == {"ReportFindings"}
+
+
+def test_mid_session_with_the_filter_on_is_answered_at_once_too(tmp_path):
+    store = _store(tmp_path)
+    pins = SessionPins(store, lambda: True, wait_s=lambda: 0.05)
+    assert pins.worker.flush(30)
+    with exclusive_lock(tmp_path / "ledger.sqlite3"):
+        assert pins.pin_for("resumed", mid_session=True).names == frozenset()
+        assert pins.pin_for("fresh") is None  # a new session with the filter on: its pin is the list, stored first
+    assert pins.worker.flush(30)
+    assert store.get_pin("resumed").names == frozenset() and store.get_pin("fresh").names == frozenset()

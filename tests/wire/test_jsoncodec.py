@@ -37,3 +37,25 @@ def test_too_deep_names_the_write_limit_only():
     with pytest.raises(TypeError) as other:
         dumps({1.5j})
     assert not too_deep(other.value)
+
+
+def test_a_large_parse_pauses_the_collector_and_resumes_it():
+    import gc
+
+    from scalpel_desktop.wire.jsoncodec import GC_PAUSE_BYTES, JSONDecodeError, dumps, loads
+
+    big = dumps({"messages": [{"role": "user", "content": "x" * 100}] * (GC_PAUSE_BYTES // 100)})
+    assert len(big) >= GC_PAUSE_BYTES and gc.isenabled()
+    assert loads(big)["messages"][0]["content"] == "x" * 100
+    assert gc.isenabled()  # collections resume right after
+    gc.disable()
+    try:
+        loads(big)
+        assert not gc.isenabled()  # a caller that paused the collector keeps it paused
+    finally:
+        gc.enable()
+    try:
+        loads(big[:-3])
+    except JSONDecodeError:
+        pass
+    assert gc.isenabled()  # also after a body that does not parse
