@@ -83,8 +83,10 @@ def warm_cut_possible(stage: Any, ex: Exchange, doc: dict) -> bool:
     seen for the first time gets (``remaining.horizon`` with nothing so far, as
     ``payback.payback_plan`` asks it): with none (a fresh install's prior, or a
     ledger whose conversations say so) no warm cut can repay, and only the
-    analysis after the response is needed. Otherwise the full analysis runs on
-    the request path (the worst case can repay when most of a prompt is dead).
+    analysis after the response is needed. Otherwise ``would_cut`` asks the
+    economist's plan (a worst case that repays must still be covered by the
+    conversation's risk budget, which is empty for a conversation never seen:
+    so far such a plan has never cut, and then the body goes out as it came).
     """
     factor = float(stage._get("payback_factor"))
     hz = horizon(stage.economist.history, model=ex.model or str(doc.get("model") or ""), so_far=0, conv_breaks=0,

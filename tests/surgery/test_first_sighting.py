@@ -126,17 +126,24 @@ def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(
     assert stage.economist.conversations[key] == fstage.economist.conversations[key]
 
 
-def test_under_death_a_first_sighting_whose_worst_case_cut_repays_is_cut_on_the_request_path(tmp_path):
-    """With a ledger saying conversations go on for long, a worst-case warm cut repays here (most
-    of this small prompt is superseded reads): the full path runs on the request and cuts."""
+def test_under_death_a_first_sighting_is_not_cut_even_where_its_worst_case_would_repay(tmp_path):
+    """With a ledger saying conversations go on for long, a worst-case warm cut would repay here (most
+    of this small prompt is superseded reads), but a conversation seen for the first time has surely
+    saved nothing yet: its risk budget covers no priced rewrite (surgery/payback.py), so it goes out
+    as it came, and the full path, run on the request, agrees to the byte and the figure."""
     long_ones = History.of([200] * 10)
     body = dumps(_session().body())
-    chain, _ = _chain(tmp_path, policy="death", history=long_ones)
+    chain, stage = _chain(tmp_path, policy="death", history=long_ones)
     ex = _send(chain, body, 1000.0, done=False)
-    assert not ex.analyse_later and "cut" in ex.decision.changes and "worst-case" in ex.decision.reason
-    full, _ = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
+    assert ex.body_to_send() is body and "cut" not in ex.decision.changes
+    if ex.analyse_later:
+        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
     fex = _send(full, body, 1000.0)
-    assert ex.decision == fex.decision and ex.body_to_send() == fex.body_to_send()
+    assert fex.body_to_send() is body and fex.decision.figures["candidates"] > 0
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
 
 
 def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
