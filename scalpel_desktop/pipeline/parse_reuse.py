@@ -24,7 +24,8 @@ filter and the surgery stage. ``ParseReuse.parse`` is the same
 work without an exchange (tests, benchmarks): the one incremental parser.
 
 Memory: each remembered body keeps its raw bytes and its parsed messages
-(about twice the raw size again: ``wire/held.py``, measured on real bodies).
+(about three times the raw size again, and more for many small messages:
+``wire/held.py``, from the size and the message count, measured on real bodies).
 The bodies remembered are bounded by count (``size``) AND by what they hold
 (``max_bytes``, the ``parse_reuse_mb`` setting), least recently used dropped
 first: eight long conversations must not hold hundreds of MB. A body that was
@@ -42,7 +43,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from scalpel_desktop.exchange import Exchange
-from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes
+from scalpel_desktop.wire.held import MB, body_held
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads, too_deep
 from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
 
@@ -50,7 +51,7 @@ _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
 # Default budget (the ``parse_reuse_mb`` setting) of what the remembered bodies hold, in
 # estimated bytes (raw + parsed messages + layout, ``wire/held.py``): LRU bodies are dropped beyond it.
-PARSE_REUSE_MAX_BYTES = 16 * MB
+PARSE_REUSE_MAX_BYTES = 20 * MB
 
 
 class Parsed(NamedTuple):
@@ -60,18 +61,19 @@ class Parsed(NamedTuple):
 
 
 class _Remembered:
-    __slots__ = ("raw", "messages", "layout", "snap")
+    __slots__ = ("raw", "messages", "layout", "snap", "held")
 
     def __init__(self, raw: bytes, messages: list, layout: Layout):
         self.raw = raw
         self.messages = messages
         self.layout = layout
         self.snap = LaidOutBody(raw, layout)
+        # Estimated memory kept alive (the raw bytes, the parsed messages, the layout), taken once:
+        # the same figure is added when it is remembered and taken off when it is forgotten.
+        self.held = body_held(len(raw), len(layout.ends))
 
     def nbytes(self) -> int:
-        """Estimated memory kept alive: the raw bytes, the parsed messages, the layout."""
-        n = len(self.raw)
-        return n + doc_bytes(n) + layout_bytes(n)
+        return self.held
 
 
 class ParseReuse:
@@ -152,7 +154,7 @@ class ParseReuse:
             except Exception:  # noqa: BLE001 - a bad setting keeps the last budget
                 pass
         item = _Remembered(raw, messages, layout)
-        size = item.nbytes()
+        size = item.held
         if size > self.max_bytes or self.size <= 0:
             return
         self._serial += 1
@@ -194,7 +196,7 @@ class ParseReuse:
     def _forget(self, key: int) -> None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._bytes -= old.nbytes()
+            self._bytes -= old.held
 
     def _find(self, raw: bytes) -> tuple[int, _Remembered] | None:
         for key in reversed(self._items):

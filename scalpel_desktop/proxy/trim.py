@@ -8,7 +8,16 @@ requests totalling at least ``min_bytes`` have finished and none has been in
 flight for ``idle_s``, ``malloc_trim(0)`` returns the free pages (run on a
 worker thread: it walks every arena). The number of arenas is capped as
 well (``M_ARENA_MAX``), so freed memory is not scattered over one arena per
-thread. Elsewhere than glibc both are no-ops.
+thread. Elsewhere than glibc all three are no-ops.
+
+And the mmap threshold is fixed at 128 KB (``M_MMAP_THRESHOLD``). glibc
+starts there but raises the threshold to the size of every mmapped block
+freed (up to 32 MB): after the first 2.6 MB body was freed, every later body,
+its copies and its serialisations came from the heap, where freed blocks
+between live ones stay resident. Steady traffic of ten 2.6 MB conversations
+then sat near 120 MB with ~45 MB of it free inside the heap
+(``benchmarks/proxy_memory.py``); fixed, a block of 128 KB or more is its own
+mapping and goes back to the system when freed (about 80 MB).
 """
 
 from __future__ import annotations
@@ -23,8 +32,10 @@ from typing import Any
 
 log = logging.getLogger("scalpel.proxy")
 
+M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
 ARENAS = 2
+MMAP_THRESHOLD = 128 * 1024
 
 
 def _libc() -> Any:
@@ -45,6 +56,11 @@ _LIBC = _libc()
 def limit_arenas(n: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at ``n`` (for threads that allocate from now on)."""
     return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, n))
+
+
+def fix_mmap_threshold(n: int = MMAP_THRESHOLD) -> bool:
+    """Blocks of ``n`` bytes or more are mmapped, always (no dynamic raise): freed, they are unmapped."""
+    return bool(_LIBC is not None and _LIBC.mallopt(M_MMAP_THRESHOLD, n))
 
 
 def trim() -> bool:

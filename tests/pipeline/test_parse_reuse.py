@@ -16,7 +16,7 @@ from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.formats import view_for
-from scalpel_desktop.wire.held import doc_bytes, layout_bytes
+from scalpel_desktop.wire.held import body_held
 
 from tests.invariants.agent_sessions import generate
 
@@ -177,7 +177,8 @@ def test_remembered_bodies_are_bounded_by_bytes_least_recently_used_first():
     sessions = [generate(random.Random(seed)).requests for seed in (11, 12, 13, 14)]
     bodies = [[dumps(r.body) for r in reqs] for reqs in sessions]
     biggest = max(len(b) for bs in bodies for b in bs)
-    budget = 2 * (biggest + doc_bytes(biggest) + layout_bytes(biggest)) + 1  # room for about two bodies, never four
+    most = max(len(r.body["messages"]) for reqs in sessions for r in reqs)
+    budget = 2 * body_held(biggest, most) + 1  # room for about two bodies, never four
     stage = ParseReuse(min_bytes=0, max_bytes=budget)
     for step in range(min(len(bs) for bs in bodies)):
         for bs in bodies:

@@ -35,3 +35,18 @@ def test_a_trim_follows_a_large_batch_once_nothing_is_in_flight(monkeypatch):
 
 def test_trim_and_the_arena_cap_are_safe_to_call():
     assert isinstance(trim_mod.trim(), bool) and isinstance(trim_mod.limit_arenas(2), bool)
+
+
+def test_the_mmap_threshold_is_fixed_where_glibc_is():
+    """glibc takes the fixed threshold (mallopt answers 1); elsewhere it is a no-op that says so."""
+    assert trim_mod.fix_mmap_threshold() is (trim_mod._LIBC is not None)
+    if trim_mod._LIBC is not None:
+        # A body-sized block allocated and freed is its own mapping, returned at once: the heap's
+        # free bytes do not grow by it (mallinfo2: glibc >= 2.33; skipped below that).
+        from scalpel_desktop.proxy.memtrace import heap
+        before = heap()
+        if before is not None:
+            block = bytes(8 * 1024 * 1024)
+            assert heap()["mmapped"] >= before["mmapped"] + 8 * 1024 * 1024
+            del block
+            assert heap()["free"] < before["free"] + 8 * 1024 * 1024

@@ -41,14 +41,14 @@ def test_replacing_and_dropping_keep_the_count_exact_and_oversized_is_not_kept()
 def test_a_sent_body_that_is_the_received_one_counts_once():
     raw = b"x" * 1_000
     snap = Snapshot(raw, Layout([999], [998], [b"h"]), raw, [0], [b"h"])
-    assert snap.nbytes() == 1_000 + 2 * layout_bytes(1_000)
+    assert snap.nbytes() == 1_000 + 2 * layout_bytes(1)
 
 
 def test_a_snapshot_with_a_view_counts_the_parsed_document_and_the_view():
     raw = b"x" * 10_000
     bare = Snapshot(raw, Layout([9_999], [9_998], [b"h"]), None, [0], [b"h"])
     held = Snapshot(raw, Layout([9_999], [9_998], [b"h"]), None, [0], [b"h"], view=object())
-    assert held.nbytes() - bare.nbytes() == doc_bytes(10_000) + view_bytes(10_000) > 2 * 10_000
+    assert held.nbytes() - bare.nbytes() == doc_bytes(10_000, 1) + view_bytes(10_000, 1) > 2 * 10_000
 
 
 def test_the_count_bound_still_holds():
@@ -94,8 +94,40 @@ def test_the_stage_keeps_its_memo_within_the_memo_mb_setting_over_many_conversat
             stage.on_response(ex)
             t += 2
             memo = stage.memo
-            assert memo.nbytes == sum(x.nbytes() for x in memo._items.values()) <= config["memo_mb"] * MB
+            assert memo.nbytes == sum(memo._sizes.values()) <= config["memo_mb"] * MB
             assert all(x.nbytes() >= 3 * len(x.raw) for x in memo._items.values() if x.view is not None)
             held.append((rnd, len(memo)))
     assert max(n for rnd, n in held if rnd < 2) < 6  # the byte budget, not the count, bounded it
     assert max(n for rnd, n in held if rnd == 2) > max(n for rnd, n in held if rnd < 2)
+
+
+def test_a_snapshot_changed_after_it_was_put_is_taken_off_by_what_it_was_counted_as():
+    memo = Memo(size=8, max_bytes=1 << 30)
+    snap = _snap(5_000)
+    memo.put("a", snap)
+    counted = memo.nbytes
+    snap.view = object()  # now it would estimate more (a parsed document and a view)
+    assert snap.nbytes() > counted
+    memo.drop("a")
+    assert memo.nbytes == 0 and len(memo) == 0  # no drift: the figure put is the figure taken off
+
+
+def test_lowering_the_budget_drops_least_recently_used_at_once():
+    memo = Memo(size=8, max_bytes=1 << 30)
+    for k in range(4):
+        memo.put(k, _snap(10_000))
+    each = _snap(10_000).nbytes()
+    memo.get(0)  # 0 most recently used: 1 and 2 go first
+    memo.max_bytes = 2 * each
+    assert [k for k in range(4) if memo.get(k) is not None] == [0, 3] and memo.nbytes == 2 * each
+    memo.max_bytes = 0
+    assert len(memo) == 0 and memo.nbytes == 0
+
+
+def test_many_small_messages_count_more_than_the_same_bytes_in_few():
+    """The estimate follows the structure: 2,000 messages hold more objects than 2 of the same size."""
+    raw = b"x" * 1_000_000
+    few = Snapshot(raw, Layout([1, 2], [1, 1], [b"h"] * 2), None, [0, 0], [b"h"] * 2, view=object())
+    many = Snapshot(raw, Layout(list(range(2_000)), [1] * 2_000, [b"h"] * 2_000), None, [0] * 2_000,
+                    [b"h"] * 2_000, view=object())
+    assert many.nbytes() - few.nbytes() >= 2_000 * 1_000  # ~1 KB a message more: dicts, lists, view records
