@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
@@ -342,6 +343,7 @@ def main() -> int:
     tags = (f"{i:06d}" for i in range(1, 1_000_000))
     t0 = time.monotonic()
     procs: list[subprocess.Popen] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the servers are stopped too (finally)
     res: dict = {"args": {k: getattr(args, k) for k in ("requests", "conversations", "size", "growth", "concurrent")}}
     try:
         paths = start(procs, memtrace)

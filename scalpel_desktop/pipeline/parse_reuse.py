@@ -154,14 +154,12 @@ class ParseReuse:
             except Exception:  # noqa: BLE001 - a bad setting keeps the last budget
                 pass
         item = _Remembered(raw, messages, layout)
-        size = item.held
-        if size > self.max_bytes or self.size <= 0:
-            return
-        self._serial += 1
-        self._items[self._serial] = item
-        self._bytes += size
-        while len(self._items) > self.size or self._bytes > self.max_bytes:
-            self._forget(next(iter(self._items)))
+        if item.held <= self.max_bytes and self.size > 0:  # a body above the whole budget is not kept
+            self._serial += 1
+            self._items[self._serial] = item
+            self._bytes += item.held
+        while self._items and (len(self._items) > self.size or self._bytes > self.max_bytes):
+            self._forget(next(iter(self._items)))  # also when the budget was just lowered
 
     def on_response(self, ex: Exchange) -> None:
         """A first sighting's messages: laid out (or the layout the surgery stage found on the

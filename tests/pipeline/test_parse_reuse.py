@@ -227,3 +227,56 @@ def test_the_layout_a_later_stage_found_is_taken_over_not_found_again(monkeypatc
     monkeypatch.setattr(parse_reuse, "locate", lambda *a: calls.append(a) or locate(*a))
     stage.on_response(ex)
     assert calls == [] and len(stage) == 1
+
+
+def test_the_budget_is_read_live_from_the_setting_and_a_bad_one_keeps_the_last():
+    """``parse_reuse_mb`` as the runtime hands it over (a callable read on every remember)."""
+    reqs = generate(random.Random(31)).requests
+    raws = [dumps(r.body) for r in reqs[2:6]]
+    budget = {"value": 1 << 30}
+
+    def read() -> int:
+        if budget["value"] is None:
+            raise ValueError("not a number")
+        return budget["value"]
+
+    stage = ParseReuse(min_bytes=0, size=100, budget=read)
+    _seen(stage, _ex(raws[0]))
+    assert len(stage) == 1 and stage.max_bytes == 1 << 30
+    budget["value"] = None  # a bad setting: the last good budget stands
+    _seen(stage, _ex(raws[1]))
+    assert stage.max_bytes == 1 << 30 and len(stage) >= 1
+    budget["value"] = 0  # 0: nothing is remembered, every body parsed in full
+    ex = _seen(stage, _ex(raws[2]))
+    assert ex.doc == loads(raws[2]) and len(stage) == 0 and stage.nbytes == 0
+
+
+def test_a_remembered_body_is_counted_by_its_size_and_message_count():
+    reqs = generate(random.Random(41)).requests
+    raw = dumps(reqs[5].body)
+    stage = ParseReuse(min_bytes=0)
+    _seen(stage, _ex(raw))
+    (item,) = stage._items.values()
+    assert stage.nbytes == item.held == body_held(len(raw), len(reqs[5].body["messages"]))
+    assert item.held > 3 * len(raw)  # raw bytes, and a parsed document about three times their size
+
+
+def test_the_shipped_stages_take_the_parse_reuse_mb_setting(tmp_path):
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.pipeline.assemble import close_stages, default_stages
+
+    settings = {"parse_reuse_mb": 3}
+    stages = default_stages(settings, db_path=tmp_path / "l.db", spill_dir=tmp_path / "spill",
+                            prices=PriceTable.builtin())
+    try:
+        reuse = stages[0]
+        assert isinstance(reuse, ParseReuse)
+        reuse.min_bytes = 0  # these bodies are small
+        reqs = generate(random.Random(51)).requests
+        _seen(reuse, _ex(dumps(reqs[4].body)))
+        assert reuse.max_bytes == 3 * 1024 * 1024 and len(reuse) == 1
+        settings["parse_reuse_mb"] = 0  # changed while running: read on the next body
+        _seen(reuse, _ex(dumps(reqs[5].body)))
+        assert reuse.max_bytes == 0 and len(reuse) == 0 and reuse.nbytes == 0
+    finally:
+        close_stages(stages)
