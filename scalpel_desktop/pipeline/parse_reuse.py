@@ -138,6 +138,9 @@ class ParseReuse:
             except (JSONDecodeError, ValueError):
                 return None
             if later:
+                msgs = doc.get("messages") if isinstance(doc, dict) else None
+                if isinstance(msgs, list):  # remembered after the response: what it pushes out goes now
+                    self._make_room(body_held(len(raw), len(msgs)))
                 return Parsed(doc, None, None)
             layout = locate(raw, doc, None)
         else:
@@ -160,6 +163,14 @@ class ParseReuse:
             self._bytes += item.held
         while self._items and (len(self._items) > self.size or self._bytes > self.max_bytes):
             self._forget(next(iter(self._items)))  # also when the budget was just lowered
+
+    def _make_room(self, need: int) -> None:
+        """Forget the least recently used bodies a body holding ``need`` would push out anyway, before
+        it is kept, so both are not alive at once (one above the whole budget pushes nothing out)."""
+        if need > self.max_bytes:
+            return
+        while self._items and self._bytes + need > self.max_bytes:
+            self._forget(next(iter(self._items)))
 
     def on_response(self, ex: Exchange) -> None:
         """A first sighting's messages: laid out (or the layout the surgery stage found on the

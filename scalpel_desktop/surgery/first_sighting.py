@@ -146,6 +146,7 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
     pol = policy_named(stage._get("policy"))
     layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
+    stage.memo.make_room(len(req.body), len(doc.get("messages") or ()))  # old analyses go before this one
     view = view_for(req.endpoint, doc)
     if view is None:
         return

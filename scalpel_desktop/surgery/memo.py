@@ -57,7 +57,7 @@ class Snapshot:
 
 
 # Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
-MEMO_MAX_BYTES = 32 * MB
+MEMO_MAX_BYTES = 40 * MB
 
 
 class Memo:
@@ -113,6 +113,16 @@ class Memo:
         self._sizes[key] = size
         self._bytes += size
         self.shrink()
+
+    def make_room(self, raw_len: int, messages: int) -> None:
+        """Before a full analysis of a body of ``raw_len`` bytes and ``messages`` messages: drop
+        the snapshots its own would push out anyway, so the old and the new analysis are not
+        both alive at the peak (a body above the whole budget will not be kept: nothing goes)."""
+        need = raw_len + 2 * layout_bytes(messages) + doc_bytes(raw_len, messages) + view_bytes(raw_len, messages)
+        if need > self.max_bytes:
+            return
+        while self._items and self._bytes + need > self.max_bytes:
+            self.drop(next(iter(self._items)))
 
     def shrink(self) -> None:
         """Drop least recently used snapshots until both bounds hold (after ``max_bytes`` changed too)."""

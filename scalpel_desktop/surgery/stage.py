@@ -142,6 +142,7 @@ class SurgeryStage:
         # very same objects (parse-reuse hands them over); elsewhere nothing is.
         prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
+        self.memo.make_room(len(base), len(doc.get("messages") or ()))  # the old analyses go before this one is built
         view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return

@@ -280,3 +280,19 @@ def test_the_shipped_stages_take_the_parse_reuse_mb_setting(tmp_path):
         assert reuse.max_bytes == 0 and len(reuse) == 0 and reuse.nbytes == 0
     finally:
         close_stages(stages)
+
+
+def test_a_first_sighting_makes_room_before_it_is_remembered():
+    """Its parse pushes out, at once, the bodies it will replace after the response."""
+    sessions = [generate(random.Random(seed)).requests for seed in (61, 62)]
+    a, b = dumps(sessions[0][5].body), dumps(sessions[1][5].body)
+    one = body_held(len(a), len(sessions[0][5].body["messages"]))
+    two = body_held(len(b), len(sessions[1][5].body["messages"]))
+    stage = ParseReuse(min_bytes=0, max_bytes=max(one, two) + min(one, two) // 2)  # one at a time
+    _seen(stage, _ex(a))
+    assert len(stage) == 1
+    ex = _ex(b)
+    stage.on_request(ex)  # a first sighting: parsed in full, remembered after the response
+    assert ex.layout_later is not None and len(stage) == 0 and stage.nbytes == 0  # a's room made now
+    stage.on_response(ex)
+    assert len(stage) == 1 and stage.nbytes == two

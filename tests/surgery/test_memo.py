@@ -131,3 +131,25 @@ def test_many_small_messages_count_more_than_the_same_bytes_in_few():
     many = Snapshot(raw, Layout(list(range(2_000)), [1] * 2_000, [b"h"] * 2_000), None, [0] * 2_000,
                     [b"h"] * 2_000, view=object())
     assert many.nbytes() - few.nbytes() >= 2_000 * 1_000  # ~1 KB a message more: dicts, lists, view records
+
+
+def test_room_is_made_before_an_analysis_whose_snapshot_would_push_others_out():
+    """The old snapshots the new one would evict at ``put`` go before it is built (lower peak);
+    those it leaves room for stay, and a body above the whole budget pushes nothing out."""
+    from scalpel_desktop.wire.held import doc_bytes, layout_bytes, view_bytes
+
+    def with_view(n: int) -> Snapshot:
+        return Snapshot(b"r" * n, Layout([n - 1], [n - 2], [b"h"]), None, [0], [b"h"], view=object())
+
+    each = with_view(100_000).nbytes()
+    need = 100_000 + 2 * layout_bytes(1) + doc_bytes(100_000, 1) + view_bytes(100_000, 1)
+    assert need == each  # the room asked for is what its snapshot will be counted as
+    memo = Memo(size=8, max_bytes=3 * each)
+    for k in range(3):
+        memo.put(k, with_view(100_000))
+    memo.make_room(100_000, 1)
+    assert [k for k in range(3) if memo.get(k) is not None] == [1, 2]  # the oldest only
+    memo.make_room(10_000_000, 1)  # never kept: nothing dropped for it
+    assert len(memo) == 2
+    memo.put(3, with_view(100_000))
+    assert len(memo) == 3 and memo.nbytes == 3 * each
