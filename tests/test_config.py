@@ -98,8 +98,8 @@ def test_memory_budgets_are_validated_with_a_clear_error(key, value, allowed):
 
 def test_memory_budgets_have_documented_defaults_and_accept_zero():
     cfg = Config.load()
-    assert cfg["memo_mb"] == 40 and cfg["parse_reuse_mb"] == 20
+    assert cfg["memo_mb"] == 32 and cfg["parse_reuse_mb"] == 20
     assert cfg.set("memo_mb", "0") == 0 and cfg.set("parse_reuse_mb", 64) == 64
     from pathlib import Path
     doc = (Path(__file__).resolve().parents[1] / "docs" / "proxy.md").read_text(encoding="utf-8")
-    assert "| `memo_mb` | 40 |" in doc and "| `parse_reuse_mb` | 20 |" in doc
+    assert "| `memo_mb` | 32 |" in doc and "| `parse_reuse_mb` | 20 |" in doc

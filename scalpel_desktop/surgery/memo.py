@@ -57,7 +57,7 @@ class Snapshot:
 
 
 # Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
-MEMO_MAX_BYTES = 40 * MB
+MEMO_MAX_BYTES = 32 * MB
 
 
 class Memo:

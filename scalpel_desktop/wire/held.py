@@ -14,7 +14,7 @@ structure (its message count, which the layout gives for free):
   cached UTF-8 copy of itself as long as it lives: about 2.9 bytes per raw
   byte in all. Each message adds its dicts and lists (up to about 500 bytes);
 * the view: per message its unit and result records, hashes and the doom
-  analysis's facts (about 1,400 bytes, whatever the message's size);
+  analysis's facts (about 800 bytes, whatever the message's size);
 * the layout: three list slots, two ints and a 16-byte digest per message.
 
 Measured with tracemalloc (``python benchmarks/held_memory.py``) on the wire
@@ -36,7 +36,7 @@ DOC_PER_RAW_BYTE = 2.9
 DOC_PER_MESSAGE = 500
 # A conversation view's analysis built on it (units, results, hashes, the doom analysis).
 VIEW_PER_RAW_BYTE = 0.05
-VIEW_PER_MESSAGE = 1400
+VIEW_PER_MESSAGE = 800
 # A layout (an end offset, a size and a digest per message) or a per-message hash list like it.
 LAYOUT_PER_MESSAGE = 200
 
