@@ -56,6 +56,12 @@ class Snapshot:
         return self._head
 
 
+def messages_in(doc: Any) -> int:
+    """How many messages a parsed body has (0 when ``messages`` is missing or not a list)."""
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    return len(msgs) if isinstance(msgs, list) else 0
+
+
 # Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
 MEMO_MAX_BYTES = 32 * MB
 

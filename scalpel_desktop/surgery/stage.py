@@ -48,7 +48,7 @@ from scalpel_desktop.surgery import first_sighting
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.first_sighting import results_in
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
-from scalpel_desktop.surgery.memo import Memo, Snapshot
+from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
@@ -142,7 +142,7 @@ class SurgeryStage:
         # very same objects (parse-reuse hands them over); elsewhere nothing is.
         prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
-        self.memo.make_room(len(base), len(doc.get("messages") or ()))  # the old analyses go before this one is built
+        self.memo.make_room(len(base), messages_in(doc))  # the old analyses go before this one is built
         view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return

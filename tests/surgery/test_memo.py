@@ -153,3 +153,27 @@ def test_room_is_made_before_an_analysis_whose_snapshot_would_push_others_out():
     assert len(memo) == 2
     memo.put(3, with_view(100_000))
     assert len(memo) == 3 and memo.nbytes == 3 * each
+
+
+def test_messages_in_counts_only_a_list_of_messages():
+    from scalpel_desktop.surgery.memo import messages_in
+
+    assert messages_in({"messages": [{}, {}]}) == 2
+    assert messages_in({"messages": 5}) == messages_in({"messages": "xy"}) == messages_in({}) == 0
+    assert messages_in([1, 2]) == messages_in(None) == 0
+
+
+def test_a_body_whose_messages_are_not_a_list_passes_the_stage_without_an_error(tmp_path):
+    """Making room counts messages: a wrong type there is no exception, the body is left alone."""
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.exchange import ApiRequest
+    from scalpel_desktop.store.db import connect
+    from scalpel_desktop.surgery.stage import build_surgery_stage
+
+    stage = build_surgery_stage({"policy": "death"}, connect(tmp_path / "l.db"), tmp_path / "spill",
+                                PriceTable.builtin())
+    stage.defer_first_sightings = False  # the full path, where room is made before the view
+    for body in (b'{"model":"claude-sonnet-4-6","messages":5}', b'{"model":"claude-sonnet-4-6","messages":{"a":1}}'):
+        ex = Exchange(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, body, 1000.0))
+        stage.on_request(ex)
+        assert ex.new_body is None
