@@ -80,7 +80,7 @@ def grown_bodies() -> list[bytes]:
     """The 2.1.332 capture grown to 2.6 MB both ways (``proxy_overhead``'s builders), if importable."""
     try:
         sys.path.insert(0, str(REPO / "benchmarks"))
-        from proxy_overhead import CAPTURE, Conversation, load_capture
+        from overhead.bodies import CAPTURE, Conversation, load_capture
     except ImportError:
         return []
     if not CAPTURE.exists():

@@ -48,7 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from proxy_overhead import (  # noqa: E402 - only the body builders (see the brief: no copies)
+from overhead.bodies import (  # noqa: E402 - proxy_overhead's body builders, not a copy
     CAPTURE, Conversation, first_sighting, load_capture)
 
 STEPS = 100

@@ -137,9 +137,8 @@ class SurgeryStage:
             if snap is not None and layout is not None and layout.reused \
                     and self._fast(ex, doc, ckey, model, pol, snap, layout, base):
                 return
-        # The last view analysed in full: its per-result work and its validated
-        # rewritten messages are shared with this one where the messages are the
-        # very same objects (parse-reuse hands them over); elsewhere nothing is.
+        # The last view analysed in full: its per-result work and validated rewritten messages are
+        # shared with this one where the messages are the very same objects (parse-reuse hands them over).
         prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
         self.memo.make_room(len(base), messages_in(doc))  # the old analyses go before this one is built
