@@ -142,10 +142,12 @@ KEYS: dict[str, Key] = {
         Key("mcp_hint", "", str, "Task hint for the MCP router's ranking."),
         Key("mcp_max_tools", 15, int, "Tools the MCP router lists before a search.", minimum=1),
         Key("body_limit_mb", 64, int, "Request bodies above this stream through untouched.", minimum=1),
-        Key("memo_mb", 24, int, "Memory the surgery stage may keep for recent conversations (bodies, parsed "
-            "documents, views; estimated as in wire/held.py). 0 = analyse every request in full.", minimum=0),
-        Key("parse_reuse_mb", 16, int, "Memory parse-reuse may keep for recent bodies (raw bytes, parsed messages; "
-            "estimated as in wire/held.py). 0 = parse every body in full.", minimum=0),
+        Key("memo_mb", 32, int, "Memory the surgery stage may keep for recent conversations (bodies, parsed "
+            "documents, views, layouts; estimated from each body's size and message count as in wire/held.py). "
+            "0 = analyse every request in full.", minimum=0, maximum=4096),
+        Key("parse_reuse_mb", 20, int, "Memory parse-reuse may keep for recent bodies (raw bytes, parsed messages, "
+            "layouts; estimated from each body's size and message count as in wire/held.py). "
+            "0 = parse every body in full.", minimum=0, maximum=4096),
         Key("write_wait_ms", 50, int, "How long a request may wait for the database or the spill dir (a pin, the "
             "cut log, a spill) before it goes out without what needed the write; the write is retried off the path.",
             minimum=1, maximum=5000),

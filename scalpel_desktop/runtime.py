@@ -37,6 +37,7 @@ from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
+from scalpel_desktop.proxy import memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
@@ -181,6 +182,7 @@ class Runtime:
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
         self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
         assemble.register_actions(self)
+        memtrace.install_from_env(stages)  # SCALPEL_MEMTRACE=DIR only: a diagnosis (benchmarks/proxy_memory.py)
 
     def _proxy_options(self):
         return ProxyOptions(

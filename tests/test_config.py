@@ -84,3 +84,22 @@ def test_setting_reads_a_config_a_mapping_or_nothing_with_the_same_defaults():
     assert setting({"keep_recent": 5}, "keep_recent") == 5
     assert setting({"keep_recent": None}, "keep_recent") == KEYS["keep_recent"].default
     assert setting({}, "tier") == setting(None, "tier") == KEYS["tier"].default == 2
+
+
+@pytest.mark.parametrize("key", ["memo_mb", "parse_reuse_mb"])
+@pytest.mark.parametrize("value,allowed", [("-1", ">= 0"), ("lots", "whole number"), ("5000", "<= 4096"),
+                                           ("1.5", "whole number")])
+def test_memory_budgets_are_validated_with_a_clear_error(key, value, allowed):
+    with pytest.raises(ConfigError) as e:
+        Config.load().set(key, value)
+    msg = str(e.value)
+    assert key in msg and repr(value) in msg and allowed in msg
+
+
+def test_memory_budgets_have_documented_defaults_and_accept_zero():
+    cfg = Config.load()
+    assert cfg["memo_mb"] == 32 and cfg["parse_reuse_mb"] == 20
+    assert cfg.set("memo_mb", "0") == 0 and cfg.set("parse_reuse_mb", 64) == 64
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "proxy.md").read_text(encoding="utf-8")
+    assert "| `memo_mb` | 32 |" in doc and "| `parse_reuse_mb` | 20 |" in doc

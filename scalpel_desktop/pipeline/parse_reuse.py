@@ -24,7 +24,8 @@ filter and the surgery stage. ``ParseReuse.parse`` is the same
 work without an exchange (tests, benchmarks): the one incremental parser.
 
 Memory: each remembered body keeps its raw bytes and its parsed messages
-(about twice the raw size again: ``wire/held.py``, measured on real bodies).
+(about three times the raw size again, and more for many small messages:
+``wire/held.py``, from the size and the message count, measured on real bodies).
 The bodies remembered are bounded by count (``size``) AND by what they hold
 (``max_bytes``, the ``parse_reuse_mb`` setting), least recently used dropped
 first: eight long conversations must not hold hundreds of MB. A body that was
@@ -42,7 +43,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from scalpel_desktop.exchange import Exchange
-from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes
+from scalpel_desktop.wire.held import MB, body_held
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads, too_deep
 from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
 
@@ -50,7 +51,7 @@ _TAIL_KEY = "\u0000scalpel-tail"
 _TAIL_OPEN = b'{"\\u0000scalpel-tail":['
 # Default budget (the ``parse_reuse_mb`` setting) of what the remembered bodies hold, in
 # estimated bytes (raw + parsed messages + layout, ``wire/held.py``): LRU bodies are dropped beyond it.
-PARSE_REUSE_MAX_BYTES = 16 * MB
+PARSE_REUSE_MAX_BYTES = 20 * MB
 
 
 class Parsed(NamedTuple):
@@ -60,18 +61,19 @@ class Parsed(NamedTuple):
 
 
 class _Remembered:
-    __slots__ = ("raw", "messages", "layout", "snap")
+    __slots__ = ("raw", "messages", "layout", "snap", "held")
 
     def __init__(self, raw: bytes, messages: list, layout: Layout):
         self.raw = raw
         self.messages = messages
         self.layout = layout
         self.snap = LaidOutBody(raw, layout)
+        # Estimated memory kept alive (the raw bytes, the parsed messages, the layout), taken once:
+        # the same figure is added when it is remembered and taken off when it is forgotten.
+        self.held = body_held(len(raw), len(layout.ends))
 
     def nbytes(self) -> int:
-        """Estimated memory kept alive: the raw bytes, the parsed messages, the layout."""
-        n = len(self.raw)
-        return n + doc_bytes(n) + layout_bytes(n)
+        return self.held
 
 
 class ParseReuse:
@@ -136,6 +138,9 @@ class ParseReuse:
             except (JSONDecodeError, ValueError):
                 return None
             if later:
+                msgs = doc.get("messages") if isinstance(doc, dict) else None
+                if isinstance(msgs, list):  # remembered after the response: what it pushes out goes now
+                    self._make_room(body_held(len(raw), len(msgs)))
                 return Parsed(doc, None, None)
             layout = locate(raw, doc, None)
         else:
@@ -152,13 +157,19 @@ class ParseReuse:
             except Exception:  # noqa: BLE001 - a bad setting keeps the last budget
                 pass
         item = _Remembered(raw, messages, layout)
-        size = item.nbytes()
-        if size > self.max_bytes or self.size <= 0:
+        if item.held <= self.max_bytes and self.size > 0:  # a body above the whole budget is not kept
+            self._serial += 1
+            self._items[self._serial] = item
+            self._bytes += item.held
+        while self._items and (len(self._items) > self.size or self._bytes > self.max_bytes):
+            self._forget(next(iter(self._items)))  # also when the budget was just lowered
+
+    def _make_room(self, need: int) -> None:
+        """Forget the least recently used bodies a body holding ``need`` would push out anyway, before
+        it is kept, so both are not alive at once (one above the whole budget pushes nothing out)."""
+        if need > self.max_bytes:
             return
-        self._serial += 1
-        self._items[self._serial] = item
-        self._bytes += size
-        while len(self._items) > self.size or self._bytes > self.max_bytes:
+        while self._items and self._bytes + need > self.max_bytes:
             self._forget(next(iter(self._items)))
 
     def on_response(self, ex: Exchange) -> None:
@@ -194,7 +205,7 @@ class ParseReuse:
     def _forget(self, key: int) -> None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._bytes -= old.nbytes()
+            self._bytes -= old.held
 
     def _find(self, raw: bytes) -> tuple[int, _Remembered] | None:
         for key in reversed(self._items):

@@ -9,7 +9,18 @@ flight for ``idle_s``, ``malloc_trim(0)`` returns the free pages (run on a
 worker thread: it walks every arena). The number of arenas is capped as
 well (``M_ARENA_MAX``), so freed memory is not scattered over one arena per
 thread. Elsewhere than glibc both are no-ops.
-"""
+
+Steady traffic is never idle that long (Claude Code's next request follows
+the answer at once while tools run fast), and between trims glibc keeps
+what the requests freed: ten 2.6 MB conversations back to back sat near
+120 MB with ~45 MB of it free inside the heap (``benchmarks/proxy_memory.py``).
+So a trim also follows every ``busy_bytes`` (64 MB: about 25 such requests)
+of finished requests, busy or not; it is cheap (a fraction of a millisecond
+in-process) and runs off the request path (it releases the GIL; each arena is
+locked only while it is walked). Fixing the mmap threshold instead (so large
+blocks are unmapped when freed) gave memory back as well, but made every
+multi-MB body page-fault afresh: 2-3x slower warm requests in
+``benchmarks/pipeline.py``."""
 
 from __future__ import annotations
 
@@ -53,14 +64,18 @@ def trim() -> bool:
 
 
 class Trimmer:
-    """Counts requests in flight and their bytes; trims once a large enough batch went idle."""
+    """Counts requests in flight and their bytes; trims once a large enough batch went idle,
+    and after every ``busy_bytes`` of finished requests even when it never goes idle."""
 
-    def __init__(self, *, idle_s: float = 0.5, min_bytes: int = 16 * 1024 * 1024):
+    def __init__(self, *, idle_s: float = 0.5, min_bytes: int = 16 * 1024 * 1024,
+                 busy_bytes: int = 64 * 1024 * 1024):
         self.idle_s = idle_s
         self.min_bytes = min_bytes
+        self.busy_bytes = busy_bytes
         self.in_flight = 0
         self.trims = 0
         self._since = 0  # bytes of requests finished since the last trim
+        self._trimming = False  # a trim is queued or running: never two at once
         self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -73,8 +88,14 @@ class Trimmer:
         with self._lock:
             self.in_flight -= 1
             self._since += max(0, nbytes)
+            busy = self._since >= self.busy_bytes and not self._trimming and _LIBC is not None
+            if busy:
+                self._since = 0
+                self._trimming = True
             due = self.in_flight == 0 and self._since >= self.min_bytes
-        if due and _LIBC is not None:
+        if busy:
+            asyncio.get_running_loop().run_in_executor(None, self._trim)
+        elif due and _LIBC is not None:
             loop = asyncio.get_running_loop()
             if self._timer is not None:
                 self._timer.cancel()
@@ -83,9 +104,10 @@ class Trimmer:
     def _maybe_trim(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         with self._lock:
-            if self.in_flight or self._since < self.min_bytes:
+            if self.in_flight or self._since < self.min_bytes or self._trimming:
                 return
             self._since = 0
+            self._trimming = True
         loop.run_in_executor(None, self._trim)
 
     def _trim(self) -> None:
@@ -94,3 +116,6 @@ class Trimmer:
             self.trims += 1
         except Exception:  # noqa: BLE001 - giving memory back is never worth an error
             log.debug("malloc_trim failed", exc_info=True)
+        finally:
+            with self._lock:
+                self._trimming = False

@@ -28,6 +28,7 @@ from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.exchange import Exchange, SurgerySent
 from scalpel_desktop.surgery.doom import STUB_TOKENS
 from scalpel_desktop.surgery.exclude import excluded
+from scalpel_desktop.surgery.memo import messages_in
 from scalpel_desktop.surgery.offsets import result_ids
 from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import Policy, policy_named
@@ -146,6 +147,7 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
     pol = policy_named(stage._get("policy"))
     layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
+    stage.memo.make_room(len(req.body), messages_in(doc))  # old analyses go before this one
     view = view_for(req.endpoint, doc)
     if view is None:
         return

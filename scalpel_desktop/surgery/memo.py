@@ -40,12 +40,13 @@ class Snapshot:
     def nbytes(self) -> int:
         """Estimated memory this snapshot keeps alive: the body as received and, when
         different, as sent, the layout and the sent hashes, and with a view its
-        parsed document and analysis (``wire/held.py``: factors measured on real bodies)."""
-        n = len(self.raw)
+        parsed document and analysis (``wire/held.py``: from the size and the message
+        count, measured on real bodies)."""
+        n, m = len(self.raw), len(self.layout.ends)
         sent = len(self.sent) if self.sent is not None and self.sent is not self.raw else 0
-        held = n + sent + 2 * layout_bytes(n)
+        held = n + sent + 2 * layout_bytes(m)
         if self.view is not None:
-            held += doc_bytes(n) + view_bytes(n)
+            held += doc_bytes(n, m) + view_bytes(n, m)
         return held
 
     def head(self) -> bytes:
@@ -55,8 +56,14 @@ class Snapshot:
         return self._head
 
 
+def messages_in(doc: Any) -> int:
+    """How many messages a parsed body has (0 when ``messages`` is missing or not a list)."""
+    msgs = doc.get("messages") if isinstance(doc, dict) else None
+    return len(msgs) if isinstance(msgs, list) else 0
+
+
 # Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
-MEMO_MAX_BYTES = 24 * MB
+MEMO_MAX_BYTES = 32 * MB
 
 
 class Memo:
@@ -68,13 +75,26 @@ class Memo:
     used first, snapshots are dropped until both bounds hold; a conversation
     whose snapshot was dropped is analysed in full on its next request
     (correct, only slower). A snapshot larger than the whole budget is not kept.
+    Each snapshot's size is taken once, when it is put, and the same figure is
+    taken off when it goes: a snapshot changed in between cannot skew the count.
     """
 
     def __init__(self, size: int = 8, max_bytes: int = MEMO_MAX_BYTES):
         self.size = size
-        self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, Snapshot] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._bytes = 0
+        self.max_bytes = max_bytes
+
+    @property
+    def max_bytes(self) -> int:
+        """The budget, in estimated bytes held (the ``memo_mb`` setting); lowering it drops at once."""
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self._max_bytes = int(value)
+        self.shrink()
 
     @property
     def nbytes(self) -> int:
@@ -96,12 +116,25 @@ class Memo:
         if size > self.max_bytes or self.size <= 0:
             return
         self._items[key] = snap
+        self._sizes[key] = size
         self._bytes += size
-        while len(self._items) > self.size or self._bytes > self.max_bytes:
-            _, old = self._items.popitem(last=False)
-            self._bytes -= old.nbytes()
+        self.shrink()
+
+    def make_room(self, raw_len: int, messages: int) -> None:
+        """Before a full analysis of a body of ``raw_len`` bytes and ``messages`` messages: drop
+        the snapshots its own would push out anyway, so the old and the new analysis are not
+        both alive at the peak (a body above the whole budget will not be kept: nothing goes)."""
+        need = raw_len + 2 * layout_bytes(messages) + doc_bytes(raw_len, messages) + view_bytes(raw_len, messages)
+        if need > self.max_bytes:
+            return
+        while self._items and self._bytes + need > self.max_bytes:
+            self.drop(next(iter(self._items)))
+
+    def shrink(self) -> None:
+        """Drop least recently used snapshots until both bounds hold (after ``max_bytes`` changed too)."""
+        while self._items and (len(self._items) > self.size or self._bytes > self.max_bytes):
+            self.drop(next(iter(self._items)))
 
     def drop(self, key: Hashable) -> None:
-        old = self._items.pop(key, None)
-        if old is not None:
-            self._bytes -= old.nbytes()
+        if self._items.pop(key, None) is not None:
+            self._bytes -= self._sizes.pop(key)

@@ -48,7 +48,7 @@ from scalpel_desktop.surgery import first_sighting
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.first_sighting import results_in
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
-from scalpel_desktop.surgery.memo import Memo, Snapshot
+from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
 from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
@@ -137,11 +137,11 @@ class SurgeryStage:
             if snap is not None and layout is not None and layout.reused \
                     and self._fast(ex, doc, ckey, model, pol, snap, layout, base):
                 return
-        # The last view analysed in full: its per-result work and its validated
-        # rewritten messages are shared with this one where the messages are the
-        # very same objects (parse-reuse hands them over); elsewhere nothing is.
+        # The last view analysed in full: its per-result work and validated rewritten messages are
+        # shared with this one where the messages are the very same objects (parse-reuse hands them over).
         prev_view = snap.view if snap is not None else None
         self.memo.drop(ckey)
+        self.memo.make_room(len(base), messages_in(doc))  # the old analyses go before this one is built
         view = view_for(req.endpoint, doc, previous=prev_view)
         if view is None:
             return

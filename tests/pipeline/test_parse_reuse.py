@@ -16,7 +16,7 @@ from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire import jsoncodec
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.formats import view_for
-from scalpel_desktop.wire.held import doc_bytes, layout_bytes
+from scalpel_desktop.wire.held import body_held
 
 from tests.invariants.agent_sessions import generate
 
@@ -177,7 +177,8 @@ def test_remembered_bodies_are_bounded_by_bytes_least_recently_used_first():
     sessions = [generate(random.Random(seed)).requests for seed in (11, 12, 13, 14)]
     bodies = [[dumps(r.body) for r in reqs] for reqs in sessions]
     biggest = max(len(b) for bs in bodies for b in bs)
-    budget = 2 * (biggest + doc_bytes(biggest) + layout_bytes(biggest)) + 1  # room for about two bodies, never four
+    most = max(len(r.body["messages"]) for reqs in sessions for r in reqs)
+    budget = 2 * body_held(biggest, most) + 1  # room for about two bodies, never four
     stage = ParseReuse(min_bytes=0, max_bytes=budget)
     for step in range(min(len(bs) for bs in bodies)):
         for bs in bodies:
@@ -226,3 +227,72 @@ def test_the_layout_a_later_stage_found_is_taken_over_not_found_again(monkeypatc
     monkeypatch.setattr(parse_reuse, "locate", lambda *a: calls.append(a) or locate(*a))
     stage.on_response(ex)
     assert calls == [] and len(stage) == 1
+
+
+def test_the_budget_is_read_live_from_the_setting_and_a_bad_one_keeps_the_last():
+    """``parse_reuse_mb`` as the runtime hands it over (a callable read on every remember)."""
+    reqs = generate(random.Random(31)).requests
+    raws = [dumps(r.body) for r in reqs[2:6]]
+    budget = {"value": 1 << 30}
+
+    def read() -> int:
+        if budget["value"] is None:
+            raise ValueError("not a number")
+        return budget["value"]
+
+    stage = ParseReuse(min_bytes=0, size=100, budget=read)
+    _seen(stage, _ex(raws[0]))
+    assert len(stage) == 1 and stage.max_bytes == 1 << 30
+    budget["value"] = None  # a bad setting: the last good budget stands
+    _seen(stage, _ex(raws[1]))
+    assert stage.max_bytes == 1 << 30 and len(stage) >= 1
+    budget["value"] = 0  # 0: nothing is remembered, every body parsed in full
+    ex = _seen(stage, _ex(raws[2]))
+    assert ex.doc == loads(raws[2]) and len(stage) == 0 and stage.nbytes == 0
+
+
+def test_a_remembered_body_is_counted_by_its_size_and_message_count():
+    reqs = generate(random.Random(41)).requests
+    raw = dumps(reqs[5].body)
+    stage = ParseReuse(min_bytes=0)
+    _seen(stage, _ex(raw))
+    (item,) = stage._items.values()
+    assert stage.nbytes == item.held == body_held(len(raw), len(reqs[5].body["messages"]))
+    assert item.held > 3 * len(raw)  # raw bytes, and a parsed document about three times their size
+
+
+def test_the_shipped_stages_take_the_parse_reuse_mb_setting(tmp_path):
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.pipeline.assemble import close_stages, default_stages
+
+    settings = {"parse_reuse_mb": 3}
+    stages = default_stages(settings, db_path=tmp_path / "l.db", spill_dir=tmp_path / "spill",
+                            prices=PriceTable.builtin())
+    try:
+        reuse = stages[0]
+        assert isinstance(reuse, ParseReuse)
+        reuse.min_bytes = 0  # these bodies are small
+        reqs = generate(random.Random(51)).requests
+        _seen(reuse, _ex(dumps(reqs[4].body)))
+        assert reuse.max_bytes == 3 * 1024 * 1024 and len(reuse) == 1
+        settings["parse_reuse_mb"] = 0  # changed while running: read on the next body
+        _seen(reuse, _ex(dumps(reqs[5].body)))
+        assert reuse.max_bytes == 0 and len(reuse) == 0 and reuse.nbytes == 0
+    finally:
+        close_stages(stages)
+
+
+def test_a_first_sighting_makes_room_before_it_is_remembered():
+    """Its parse pushes out, at once, the bodies it will replace after the response."""
+    sessions = [generate(random.Random(seed)).requests for seed in (61, 62)]
+    a, b = dumps(sessions[0][5].body), dumps(sessions[1][5].body)
+    one = body_held(len(a), len(sessions[0][5].body["messages"]))
+    two = body_held(len(b), len(sessions[1][5].body["messages"]))
+    stage = ParseReuse(min_bytes=0, max_bytes=max(one, two) + min(one, two) // 2)  # one at a time
+    _seen(stage, _ex(a))
+    assert len(stage) == 1
+    ex = _ex(b)
+    stage.on_request(ex)  # a first sighting: parsed in full, remembered after the response
+    assert ex.layout_later is not None and len(stage) == 0 and stage.nbytes == 0  # a's room made now
+    stage.on_response(ex)
+    assert len(stage) == 1 and stage.nbytes == two

@@ -35,3 +35,34 @@ def test_a_trim_follows_a_large_batch_once_nothing_is_in_flight(monkeypatch):
 
 def test_trim_and_the_arena_cap_are_safe_to_call():
     assert isinstance(trim_mod.trim(), bool) and isinstance(trim_mod.limit_arenas(2), bool)
+
+
+
+def test_steady_traffic_that_is_never_idle_is_trimmed_every_busy_bytes(monkeypatch):
+    """Requests back to back, one always in flight: a trim after each ``busy_bytes`` finished,
+    never two at once, and none for traffic below it."""
+    calls = []
+    monkeypatch.setattr(trim_mod, "trim", lambda: calls.append(1) or True)
+    monkeypatch.setattr(trim_mod, "_LIBC", object())  # as on glibc, wherever the test runs
+
+    async def scenario() -> Trimmer:
+        t = Trimmer(idle_s=3600, min_bytes=1 << 40, busy_bytes=1000)
+        t.started()  # one request stays in flight throughout: never idle
+        for _ in range(5):
+            t.started()
+            t.finished(300)  # 1,500 bytes: one trim due
+        deadline = time.monotonic() + 10
+        while len(calls) < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for _ in range(4):
+            t.started()
+            t.finished(300)  # 1,200 more: a second
+        while len(calls) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        t.started()
+        t.finished(100)  # below the mark: nothing more
+        await asyncio.sleep(0.05)
+        return t
+
+    t = asyncio.run(scenario())
+    assert calls == [1, 1] and t.trims == 2 and t.in_flight == 1

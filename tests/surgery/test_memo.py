@@ -41,14 +41,14 @@ def test_replacing_and_dropping_keep_the_count_exact_and_oversized_is_not_kept()
 def test_a_sent_body_that_is_the_received_one_counts_once():
     raw = b"x" * 1_000
     snap = Snapshot(raw, Layout([999], [998], [b"h"]), raw, [0], [b"h"])
-    assert snap.nbytes() == 1_000 + 2 * layout_bytes(1_000)
+    assert snap.nbytes() == 1_000 + 2 * layout_bytes(1)
 
 
 def test_a_snapshot_with_a_view_counts_the_parsed_document_and_the_view():
     raw = b"x" * 10_000
     bare = Snapshot(raw, Layout([9_999], [9_998], [b"h"]), None, [0], [b"h"])
     held = Snapshot(raw, Layout([9_999], [9_998], [b"h"]), None, [0], [b"h"], view=object())
-    assert held.nbytes() - bare.nbytes() == doc_bytes(10_000) + view_bytes(10_000) > 2 * 10_000
+    assert held.nbytes() - bare.nbytes() == doc_bytes(10_000, 1) + view_bytes(10_000, 1) > 2 * 10_000
 
 
 def test_the_count_bound_still_holds():
@@ -94,8 +94,86 @@ def test_the_stage_keeps_its_memo_within_the_memo_mb_setting_over_many_conversat
             stage.on_response(ex)
             t += 2
             memo = stage.memo
-            assert memo.nbytes == sum(x.nbytes() for x in memo._items.values()) <= config["memo_mb"] * MB
+            assert memo.nbytes == sum(memo._sizes.values()) <= config["memo_mb"] * MB
             assert all(x.nbytes() >= 3 * len(x.raw) for x in memo._items.values() if x.view is not None)
             held.append((rnd, len(memo)))
     assert max(n for rnd, n in held if rnd < 2) < 6  # the byte budget, not the count, bounded it
     assert max(n for rnd, n in held if rnd == 2) > max(n for rnd, n in held if rnd < 2)
+
+
+def test_a_snapshot_changed_after_it_was_put_is_taken_off_by_what_it_was_counted_as():
+    memo = Memo(size=8, max_bytes=1 << 30)
+    snap = _snap(5_000)
+    memo.put("a", snap)
+    counted = memo.nbytes
+    snap.view = object()  # now it would estimate more (a parsed document and a view)
+    assert snap.nbytes() > counted
+    memo.drop("a")
+    assert memo.nbytes == 0 and len(memo) == 0  # no drift: the figure put is the figure taken off
+
+
+def test_lowering_the_budget_drops_least_recently_used_at_once():
+    memo = Memo(size=8, max_bytes=1 << 30)
+    for k in range(4):
+        memo.put(k, _snap(10_000))
+    each = _snap(10_000).nbytes()
+    memo.get(0)  # 0 most recently used: 1 and 2 go first
+    memo.max_bytes = 2 * each
+    assert [k for k in range(4) if memo.get(k) is not None] == [0, 3] and memo.nbytes == 2 * each
+    memo.max_bytes = 0
+    assert len(memo) == 0 and memo.nbytes == 0
+
+
+def test_many_small_messages_count_more_than_the_same_bytes_in_few():
+    """The estimate follows the structure: 2,000 messages hold more objects than 2 of the same size."""
+    raw = b"x" * 1_000_000
+    few = Snapshot(raw, Layout([1, 2], [1, 1], [b"h"] * 2), None, [0, 0], [b"h"] * 2, view=object())
+    many = Snapshot(raw, Layout(list(range(2_000)), [1] * 2_000, [b"h"] * 2_000), None, [0] * 2_000,
+                    [b"h"] * 2_000, view=object())
+    assert many.nbytes() - few.nbytes() >= 2_000 * 1_000  # ~1 KB a message more: dicts, lists, view records
+
+
+def test_room_is_made_before_an_analysis_whose_snapshot_would_push_others_out():
+    """The old snapshots the new one would evict at ``put`` go before it is built (lower peak);
+    those it leaves room for stay, and a body above the whole budget pushes nothing out."""
+    from scalpel_desktop.wire.held import doc_bytes, layout_bytes, view_bytes
+
+    def with_view(n: int) -> Snapshot:
+        return Snapshot(b"r" * n, Layout([n - 1], [n - 2], [b"h"]), None, [0], [b"h"], view=object())
+
+    each = with_view(100_000).nbytes()
+    need = 100_000 + 2 * layout_bytes(1) + doc_bytes(100_000, 1) + view_bytes(100_000, 1)
+    assert need == each  # the room asked for is what its snapshot will be counted as
+    memo = Memo(size=8, max_bytes=3 * each)
+    for k in range(3):
+        memo.put(k, with_view(100_000))
+    memo.make_room(100_000, 1)
+    assert [k for k in range(3) if memo.get(k) is not None] == [1, 2]  # the oldest only
+    memo.make_room(10_000_000, 1)  # never kept: nothing dropped for it
+    assert len(memo) == 2
+    memo.put(3, with_view(100_000))
+    assert len(memo) == 3 and memo.nbytes == 3 * each
+
+
+def test_messages_in_counts_only_a_list_of_messages():
+    from scalpel_desktop.surgery.memo import messages_in
+
+    assert messages_in({"messages": [{}, {}]}) == 2
+    assert messages_in({"messages": 5}) == messages_in({"messages": "xy"}) == messages_in({}) == 0
+    assert messages_in([1, 2]) == messages_in(None) == 0
+
+
+def test_a_body_whose_messages_are_not_a_list_passes_the_stage_without_an_error(tmp_path):
+    """Making room counts messages: a wrong type there is no exception, the body is left alone."""
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.exchange import ApiRequest
+    from scalpel_desktop.store.db import connect
+    from scalpel_desktop.surgery.stage import build_surgery_stage
+
+    stage = build_surgery_stage({"policy": "death"}, connect(tmp_path / "l.db"), tmp_path / "spill",
+                                PriceTable.builtin())
+    stage.defer_first_sightings = False  # the full path, where room is made before the view
+    for body in (b'{"model":"claude-sonnet-4-6","messages":5}', b'{"model":"claude-sonnet-4-6","messages":{"a":1}}'):
+        ex = Exchange(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, body, 1000.0))
+        stage.on_request(ex)
+        assert ex.new_body is None
