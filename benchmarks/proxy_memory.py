@@ -36,7 +36,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,103 +54,10 @@ STEPS = 100
 AFTER_S = (1, 2, 5, 10)
 
 
-# -- the two servers besides scalpel (run as `python proxy_memory.py --serve-... PORT ...`) ------
+# -- the upstream and the bare forward are proxy_overhead's (`python proxy_memory.py --serve-... PORT ...`)
 
-def _sse() -> bytes:
-    usage = {"input_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 40000,
-             "output_tokens": 1}
-    events = [("message_start", {"type": "message_start", "message": {
-        "id": "msg_mem", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": usage}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": "ok"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"output_tokens": 2}}),
-        ("message_stop", {"type": "message_stop"})]
-    return b"".join(f"event: {e}\ndata: {json.dumps(d, separators=(',', ':'))}\n\n".encode() for e, d in events)
-
-
-SSE = _sse()
-END = b'"message_stop"}\n\n'
-
-
-def serve_upstream(port: int) -> None:
-    """Reads each request's body, answers one SSE stream (TCP_NODELAY, head and body in one send)."""
-    head = (f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-            f"Content-Length: {len(SSE)}\r\n\r\n").encode()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            while True:
-                raw = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in raw.decode("latin-1").split("\r\n")[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                while length:  # read and drop: the upstream keeps nothing
-                    length -= len(await reader.read(min(length, 1 << 20)))
-                writer.write(head + SSE)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-            writer.close()
-
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=256)
-        await server.serve_forever()
-
-    asyncio.run(main())
-
-
-def serve_bare(port: int, upstream: str) -> None:
-    """The baseline: read the body, forward it, stream the answer back. Nothing else."""
-    import aiohttp
-    from aiohttp import web
-
-    async def ctx(app):
-        app["s"] = aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None),
-                                         connector=aiohttp.TCPConnector(limit=256))
-        yield
-        await app["s"].close()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length", "connection")}
-        async with request.app["s"].request(request.method, upstream + request.path_qs, data=body, headers=headers) as up:
-            resp = web.StreamResponse(status=up.status, headers={"Content-Type": up.headers.get("Content-Type", "")})
-            await resp.prepare(request)
-            async for chunk in up.content.iter_any():
-                await resp.write(chunk)
-            await resp.write_eof()
-            return resp
-
-    app = web.Application(client_max_size=1 << 30)
-    app.cleanup_ctx.append(ctx)
-    app.router.add_route("*", "/{tail:.*}", handler)
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
-
-
-# -- processes, /proc ------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
+from overhead.paths import free_port, wait_port  # noqa: E402
+from overhead.upstreams import END, serve_bare, serve_upstream  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -326,7 +232,7 @@ def main() -> int:
     ap.add_argument("--serve-bare", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_upstream:
-        serve_upstream(int(args.serve_upstream[0]))
+        serve_upstream(int(args.serve_upstream[0]), "nodelay")
         return 0
     if args.serve_bare:
         serve_bare(int(args.serve_bare[0]), args.serve_bare[1])
