@@ -130,6 +130,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
     last_of_content: dict[Any, int] = {}
     last_snapshot: dict[str, int] = {}
+    acc_key = (cwd, bash_cd_seen)  # _Facts.access's cache key
     first_success_after: list[int | None] = [None] * n
     next_success_unit: int | None = None
     for pos in range(n - 1, -1, -1):
@@ -145,7 +146,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         if f.callable_ok:
             # superseded reads
             if f.may_touch_file:
-                acc = f.access(cwd, bash_cd_seen)
+                acc = f._acc if f._acc_key == acc_key else f.access(cwd, bash_cd_seen)
                 if acc is not None:
                     waiting = open_reads.get(acc.path)
                     if waiting:

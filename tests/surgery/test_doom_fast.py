@@ -46,7 +46,12 @@ def test_same_spans_on_generated_sessions(first, second, cfg, tier):
     doc2["messages"][: len(doc1["messages"])] = doc1["messages"]  # the same objects, as parse-reuse shares them
     v2 = view_for("messages", doc2, previous=v1)
     same(v2, cfg, tier)
-    same(view_for("messages", copy.deepcopy(doc2)), cfg, tier)  # and from scratch
+    fresh = view_for("messages", copy.deepcopy(doc2))  # and from scratch
+    same(fresh, cfg, tier)
+    assert v2.reused_units > 0
+    assert [(r.id, r.unit_index, r.understood) for r in v2.tool_results] == \
+        [(r.id, r.unit_index, r.understood) for r in fresh.tool_results]
+    assert v2._result_pos == fresh._result_pos
 
 
 def test_same_spans_on_every_captured_body():
