@@ -87,7 +87,12 @@ def is_snapshot_tool(name: str) -> bool:
 
 
 def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int | None = None) -> list[DoomSpan]:
-    """Every dead, unprotected tool result of ``view``, in history order."""
+    """Every dead, unprotected tool result of ``view``, in history order.
+
+    Hot on every warm request (thousands of results): the loops avoid per-result
+    calls and allocations; tests/surgery/test_doom_fast.py checks the answers
+    against the plain form of the same rules (tests/surgery/doom_reference.py).
+    """
     if tier is None:
         tier = int(_setting(config_like, "tier"))
     kinds = TIER_KINDS.get(int(tier), TIER_KINDS[2])
@@ -99,74 +104,93 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     cut_mcp = bool(_setting(config_like, "cut_mcp_results"))
 
     results = view.tool_results
+    n = len(results)
     last_unit = len(view.units) - 1
-    calls = view.tool_calls
+    calls_get = view.tool_calls.get
     cwd = view.cwd()
-    facts = [_facts(r, calls.get(r.id)) for r in results]
+    facts: list[_Facts] = [None] * n  # type: ignore[list-item]
+    bash_cd_seen = False  # Bash `cd` anywhere makes relative Bash paths ambiguous.
+    for pos in range(n):
+        r = results[pos]
+        call = calls_get(r.id)
+        f = r.__dict__.get("_doom_facts")
+        if f is None or f._call is not call:
+            f = _Facts(r, call)
+            r.__dict__["_doom_facts"] = f
+        facts[pos] = f
+        if f.has_cd:
+            bash_cd_seen = True
 
-    # For each result: when did it die, and of what (the earliest death wins)?
-    died: dict[int, tuple[int, str]] = {}  # result position -> (died_at_unit, kind)
-    order = {k: i for i, k in enumerate(KINDS)}
-
-    def mark(pos: int, at: int, kind: str) -> None:
-        if kind not in kinds or at > last_unit:
-            return
-        cur = died.get(pos)
-        if cur is None or at < cur[0] or (at == cur[0] and order[kind] < order[cur[1]]):
-            died[pos] = (at, kind)
-
-    # Bash `cd` anywhere makes relative Bash paths ambiguous.
-    bash_cd_seen = any(f.has_cd for f in facts)
+    # For each result: when did it die, and of what (the earliest death wins, then
+    # the kind listed first in KINDS)? pos -> (died_at_unit, index in KINDS)
+    died: dict[int, tuple[int, int]] = {}
+    died_get = died.get
+    sup_on, dup_on, fail_on, snap_on = (k in kinds for k in KINDS[:4])
 
     open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
     last_of_content: dict[Any, int] = {}
     last_snapshot: dict[str, int] = {}
-    first_success_after: list[int | None] = [None] * len(results)
+    acc_key = (cwd, bash_cd_seen)  # _Facts.access's cache key
+    first_success_after: list[int | None] = [None] * n
     next_success_unit: int | None = None
-    for pos in range(len(results) - 1, -1, -1):
+    for pos in range(n - 1, -1, -1):
         first_success_after[pos] = next_success_unit
         r = results[pos]
         if r.is_error is not True and r.name is not None:
             next_success_unit = r.unit_index
 
-    for pos, r in enumerate(results):
+    for pos in range(n):
+        r = results[pos]
         f = facts[pos]
-        ok = f.callable_ok
-        # superseded reads
-        if ok and f.may_touch_file:
-            acc = f.access(cwd, bash_cd_seen)
-            if acc is not None:
-                waiting = open_reads.get(acc.path)
-                if waiting:
-                    keep = []
-                    for old_pos, old in waiting:
-                        if acc.writes or (acc.reads and (acc.whole or acc.range_key == old.range_key)):
-                            mark(old_pos, r.unit_index, "superseded_read")
-                        else:
-                            keep.append((old_pos, old))
-                    open_reads[acc.path] = keep
-                if acc.reads:
-                    open_reads.setdefault(acc.path, []).append((pos, acc))
-        # dead snapshots
-        if ok and f.snapshot:
-            prev = last_snapshot.get(r.name)  # type: ignore[arg-type]
-            if prev is not None:
-                mark(prev, r.unit_index, "dead_snapshot")
-            last_snapshot[r.name] = pos  # type: ignore[index]
+        u = r.unit_index
+        if f.callable_ok:
+            # superseded reads
+            if f.may_touch_file:
+                acc = f._acc if f._acc_key == acc_key else f.access(cwd, bash_cd_seen)
+                if acc is not None:
+                    waiting = open_reads.get(acc.path)
+                    if waiting:
+                        keep = []
+                        for old_pos, old in waiting:
+                            if acc.writes or (acc.reads and (acc.whole or acc.range_key == old.range_key)):
+                                if sup_on and u <= last_unit:
+                                    cur = died_get(old_pos)
+                                    if cur is None or (u, 0) < cur:
+                                        died[old_pos] = (u, 0)
+                            else:
+                                keep.append((old_pos, old))
+                        open_reads[acc.path] = keep
+                    if acc.reads:
+                        open_reads.setdefault(acc.path, []).append((pos, acc))
+            # dead snapshots
+            if f.snapshot:
+                prev = last_snapshot.get(r.name)  # type: ignore[arg-type]
+                if prev is not None and snap_on and u <= last_unit:
+                    cur = died_get(prev)
+                    if cur is None or (u, 3) < cur:
+                        died[prev] = (u, 3)
+                last_snapshot[r.name] = pos  # type: ignore[index]
         # duplicates: the same content again, the earlier copy dies
-        if f.dup_key is not None:
-            prev = last_of_content.get(f.dup_key)
-            if prev is not None:
-                mark(prev, r.unit_index, "duplicate")
-            last_of_content[f.dup_key] = pos
+        dk = f.dup_key
+        if dk is not None:
+            prev = last_of_content.get(dk)
+            if prev is not None and dup_on and u <= last_unit:
+                cur = died_get(prev)
+                if cur is None or (u, 1) < cur:
+                    died[prev] = (u, 1)
+            last_of_content[dk] = pos
         # failed commands
-        if r.is_error is True:
+        if fail_on and r.is_error is True:
             later = first_success_after[pos]
             if later is not None:
-                mark(pos, max(r.unit_index + failed_age, later), "failed")
+                at = max(u + failed_age, later)
+                if at <= last_unit:
+                    cur = died_get(pos)
+                    if cur is None or (at, 2) < cur:
+                        died[pos] = (at, 2)
         # stale large: decided below, once tokens are known
 
-    protected_from = max(0, len(results) - keep_recent)
+    protected_from = max(0, n - keep_recent)
     stale_on = "stale_large" in kinds
     spans: list[DoomSpan] = []
     for pos in range(protected_from):
@@ -175,15 +199,15 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         if not allowed or f.tokens < min_cut:
             continue
         r = results[pos]
-        verdict = died.get(pos)
-        if verdict is not None and verdict[1] not in allowed:
+        verdict = died_get(pos)
+        if verdict is not None and KINDS[verdict[1]] not in allowed:
             verdict = None
         if stale_on and f.tokens >= stale_min and "stale_large" in allowed:
             at = r.unit_index + stale_age + 1
             if at <= last_unit and (verdict is None or at < verdict[0]):
-                verdict = (at, "stale_large")
+                verdict = (at, 4)
         if verdict is not None:
-            spans.append(DoomSpan(r.id, verdict[1], f.tokens, r.unit_index, verdict[0]))
+            spans.append(DoomSpan(r.id, KINDS[verdict[1]], f.tokens, r.unit_index, verdict[0]))
     return spans
 
 

@@ -138,12 +138,17 @@ class ConversationView:
             return 0
         self.units = prev._orig_units[:k]
         self.tool_calls = {i: c for i, c in prev.tool_calls.items() if c.unit_index < k}
-        for r in prev._orig_results:
-            if r.unit_index >= k:
-                break
-            if r.id not in self._result_pos:
-                self._result_pos[r.id] = len(self.tool_results)
-            self.tool_results.append(r)
+        # Results are indexed unit by unit, so prev's held in units < k are a prefix of
+        # its list, and their first positions (prev._result_pos) are the same here.
+        res = prev._orig_results
+        count = len(res)
+        while count and res[count - 1].unit_index >= k:
+            count -= 1
+        self.tool_results = res[:count]
+        if count == len(res):
+            self._result_pos = dict(prev._result_pos)
+        else:
+            self._result_pos = {i: p for i, p in prev._result_pos.items() if p < count}
         if prev._orig_hashes is not None and prev._orig_sizes is not None:
             self._orig_hashes = prev._orig_hashes[:k]
             self._orig_sizes = prev._orig_sizes[:k]
