@@ -107,6 +107,19 @@ def test_a_last_message_with_more_results_than_protected_is_analysed_at_once(tmp
     assert not ex.analyse_later and ex.surgery is not None
 
 
+def _assert_the_full_path_agrees(tmp_path, body, ex, stage, **chain_kw):
+    """The full path (nothing deferred), on the request, under ``death``: the body goes out as it
+    came, the dead results were there to find, and its decision and the economist's state for the
+    conversation are exactly what ``ex``'s first sighting recorded."""
+    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", **chain_kw)
+    fex = _send(full, body, 1000.0)
+    assert fex.body_to_send() is body
+    assert fex.decision.figures["candidates"] > 0  # dead reads were there to find
+    assert ex.decision == fex.decision
+    (key,) = stage.economist.conversations
+    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+
+
 def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(tmp_path):
     """A warm policy prices a cut of an unknown conversation at its worst case over the turns it
     has left; with none (a fresh install's prior) no warm cut can repay: sent as it came, and the
@@ -117,13 +130,7 @@ def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(
     assert ex.analyse_later and ex.surgery is None and ex.body_to_send() is body
     chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
 
-    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death")
-    fex = _send(full, body, 1000.0)
-    assert fex.body_to_send() is body
-    assert fex.decision.figures["candidates"] > 0  # dead reads were there to find
-    assert ex.decision == fex.decision
-    (key,) = stage.economist.conversations
-    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+    _assert_the_full_path_agrees(tmp_path, body, ex, stage)
 
 
 def test_under_death_a_first_sighting_is_not_cut_even_where_its_worst_case_would_repay(tmp_path):
@@ -138,12 +145,7 @@ def test_under_death_a_first_sighting_is_not_cut_even_where_its_worst_case_would
     assert ex.body_to_send() is body and "cut" not in ex.decision.changes
     if ex.analyse_later:
         chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
-    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", history=long_ones)
-    fex = _send(full, body, 1000.0)
-    assert fex.body_to_send() is body and fex.decision.figures["candidates"] > 0
-    assert ex.decision == fex.decision
-    (key,) = stage.economist.conversations
-    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+    _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=long_ones)
 
 
 def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
@@ -155,9 +157,4 @@ def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(t
     ex = _send(chain, body, 1000.0, done=False)
     assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
     chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
-    full, fstage = _chain(tmp_path, "full.db", defer=False, policy="death", history=short_ones)
-    fex = _send(full, body, 1000.0)
-    assert fex.body_to_send() is body and fex.decision.figures["candidates"] > 0
-    assert ex.decision == fex.decision
-    (key,) = stage.economist.conversations
-    assert stage.economist.conversations[key] == fstage.economist.conversations[key]
+    _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=short_ones)
