@@ -56,8 +56,8 @@ AFTER_S = (1, 2, 5, 10)
 
 # -- the upstream and the bare forward are proxy_overhead's (`python proxy_memory.py --serve-... PORT ...`)
 
-from overhead.paths import free_port, wait_port  # noqa: E402
-from overhead.upstreams import END, serve_bare, serve_upstream  # noqa: E402
+from overhead.paths import free_port, stop_all, wait_port  # noqa: E402
+from overhead.upstreams import END, add_serve_flags, serve_if_asked  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -98,7 +98,7 @@ def start(procs: list, memtrace: str | None) -> tuple[Server, Server]:
     sc_env = dict(env, **({"SCALPEL_MEMTRACE": memtrace} if memtrace else {}))
     me = [sys.executable, __file__]
     started = [
-        subprocess.Popen(me + ["--serve-upstream", str(up)], env=env),
+        subprocess.Popen(me + ["--serve-upstream", str(up), "nodelay"], env=env),
         subprocess.Popen(me + ["--serve-bare", str(bare), upstream], env=env),
         subprocess.Popen([sys.executable, "-m", "scalpel_desktop", "start", "--quiet", "--port", str(sc),
                           "--anthropic-upstream", upstream], env=sc_env,
@@ -228,14 +228,9 @@ def main() -> int:
     ap.add_argument("--concurrent", type=int, default=50, help="bodies of 1-3 MB in the burst (0: no burst)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--out", help="also write the markdown table to this file")
-    ap.add_argument("--serve-upstream", nargs=1, help=argparse.SUPPRESS)
-    ap.add_argument("--serve-bare", nargs=2, help=argparse.SUPPRESS)
+    add_serve_flags(ap)
     args = ap.parse_args()
-    if args.serve_upstream:
-        serve_upstream(int(args.serve_upstream[0]), "nodelay")
-        return 0
-    if args.serve_bare:
-        serve_bare(int(args.serve_bare[0]), args.serve_bare[1])
+    if serve_if_asked(args):
         return 0
     if not CAPTURE.exists():
         print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)
@@ -262,13 +257,7 @@ def main() -> int:
                 res["burst"][p.name] = burst(p, args.concurrent, capture, tags)
             memtrace_dump(memtrace, "burst")
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
     res["seconds"] = time.monotonic() - t0
     res["command"] = "python benchmarks/proxy_memory.py " + " ".join(sys.argv[1:])
     if args.json:

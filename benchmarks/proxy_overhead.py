@@ -69,7 +69,7 @@ from overhead.load import concurrent, memory  # noqa: E402
 from overhead.modes import MODES, measure  # noqa: E402
 from overhead.paths import settle, start_paths, stop_all  # noqa: E402
 from overhead.table import HEADER, pct, size_label, table_rows  # noqa: E402
-from overhead.upstreams import serve_bare, serve_upstream  # noqa: E402
+from overhead.upstreams import add_serve_flags, serve_if_asked  # noqa: E402
 
 SIZES = {"100 KB": 100_000, "1 MB": 1_000_000, "3 MB": 3_000_000, "10 MB": 10_000_000}
 FULL_ROUNDS = {"100 KB": 30, "1 MB": 20, "3 MB": 12, "10 MB": 6}
@@ -156,14 +156,9 @@ def main(argv: list[str] | None = None) -> int:
                          "the warm policies then analyse a first sighting on the request path)")
     ap.add_argument("--py-spy", metavar="FILE", help="sample scalpel with py-spy during the cells (raw "
                     "collapsed stacks, GIL holders only) into FILE")
-    ap.add_argument("--serve-upstream", nargs=2, help=argparse.SUPPRESS)
-    ap.add_argument("--serve-bare", nargs=2, help=argparse.SUPPRESS)
+    add_serve_flags(ap)
     args = ap.parse_args(argv)
-    if args.serve_upstream:
-        serve_upstream(int(args.serve_upstream[0]), args.serve_upstream[1])
-        return 0
-    if args.serve_bare:
-        serve_bare(int(args.serve_bare[0]), args.serve_bare[1])
+    if serve_if_asked(args):
         return 0
     if not CAPTURE.exists():
         print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)

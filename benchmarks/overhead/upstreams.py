@@ -98,3 +98,22 @@ def serve_bare(port: int, upstream: str) -> None:
     app.cleanup_ctx.append(ctx)
     app.router.add_route("*", "/{tail:.*}", handler)
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+def add_serve_flags(ap) -> None:
+    """The hidden flags a benchmark script re-runs itself with to serve one of the two servers above."""
+    import argparse
+
+    ap.add_argument("--serve-upstream", nargs=2, metavar=("PORT", "STYLE"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve-bare", nargs=2, metavar=("PORT", "UPSTREAM"), help=argparse.SUPPRESS)
+
+
+def serve_if_asked(args) -> bool:
+    """Serve (until stopped) what ``add_serve_flags``' flags ask for; False when they ask for nothing."""
+    if args.serve_upstream:
+        serve_upstream(int(args.serve_upstream[0]), args.serve_upstream[1])
+        return True
+    if args.serve_bare:
+        serve_bare(int(args.serve_bare[0]), args.serve_bare[1])
+        return True
+    return False
