@@ -19,6 +19,21 @@ from scalpel_desktop.tui.messages import ControlRequested
 from scalpel_desktop.tui.proxy import ProxyState
 
 
+def size_columns(table: DataTable) -> None:
+    """Widen each auto-width column to its widest cell now.
+
+    DataTable measures new rows only when it next goes idle; a dashboard kept
+    busy by its polls could show these columns at their labels' widths ("[ ] ke")
+    until then (seen in tests/tui/test_tmux_sizes.py). The widths set here are
+    the ones that measurement would give, so it changes nothing when it runs.
+    """
+    for row_index in range(table.row_count):
+        for column, cell in zip(table.ordered_columns, table.get_row_at(row_index)):
+            width = cell.cell_len if isinstance(cell, Text) else Text(str(cell)).cell_len
+            column.content_width = max(column.content_width, width)
+    table.refresh()
+
+
 class ToolsView(Vertical):
     BINDINGS = [
         Binding("space", "toggle_name", "Remove/restore", show=True),
@@ -74,6 +89,7 @@ class ToolsView(Vertical):
                 t.name, t.kind, Text(fmt.tokens(t.tokens), justify="right"), Text(str(t.sessions), justify="right"),
                 Text(str(t.calls), justify="right"), Text(by, style="red" if data.tool_filter else "yellow"),
                 Text(fmt.tokens(t.realized_tokens) if t.realized_tokens else "", justify="right"), key=t.name)
+        size_columns(inv)
         if data.tools:
             inv.move_cursor(row=min(cursor, len(data.tools) - 1))
         th = data.thresholds
@@ -91,6 +107,7 @@ class ToolsView(Vertical):
                         Text(f"{fmt.tokens(s.projected_tokens_per_session)} tok "
                              f"≈ {fmt.usd(s.projected_usd_per_session)}", justify="right"),
                         Text("built-in: f" if s.needs_force else "", style="yellow"), key=s.name)
+        size_columns(sug)
         if data.suggestions:
             sug.move_cursor(row=min(cursor, len(data.suggestions) - 1))
         self._sync_switch()
