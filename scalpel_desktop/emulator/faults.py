@@ -12,7 +12,8 @@ Kinds (aliases in brackets):
 * ``drop`` (disconnect): the connection is closed after ``after_events``
   events (0: before any response byte).
 * ``slow``: every event waits ``delay`` seconds; ``silences`` is a list of
-  ``[after_event, seconds]`` pauses (no bytes at all, not even pings).
+  ``[after_event, seconds]`` pauses (no bytes at all, not even pings); a
+  pause at the number of events comes after the last one, before the end.
 
 A fault applies to the next ``count`` API requests (``count=-1``: until
 cleared) whose path contains ``path`` (default: every API path).

@@ -327,6 +327,8 @@ class Emulator:
                 if delay:
                     await asyncio.sleep(delay)
                 await resp.write(chunk)
+            if len(events) in silences:  # a pause after the last event, before the stream's end
+                await asyncio.sleep(silences[len(events)])
             await resp.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
             rec.error = rec.error or "client disconnected"

@@ -273,16 +273,15 @@ async def forward(request: web.Request) -> web.StreamResponse:
                 ex = None
                 data = body
 
-    status = 0
-    usage: Usage | None = None
-    ttfb_ms: float | None = None
-    error = ""
+    seen = _Seen()
     try:
-        resp, status, usage, ttfb_ms, error = await _exchange(request, session, url, data, api, t0)
+        resp = await _exchange(request, session, url, data, api, t0, seen)
     except asyncio.CancelledError:
-        error = "client disconnected"
+        seen.error = "client disconnected"
         raise
     finally:
+        status, ttfb_ms, error = seen.status, seen.ttfb_ms, seen.error
+        usage = seen.usage()
         total_ms = (time.perf_counter() - t0) * 1000.0
         _count(opts, api, endpoint, status, usage, error, piped=pipeline is not None)
         if pipeline is not None and api_req is not None:
@@ -312,10 +311,31 @@ def _count(opts: ProxyOptions, api: str, endpoint: str, status: int, usage: Usag
         log.exception("status counters failed")
 
 
+class _Seen:
+    """What the upstream's answer showed so far, kept outside ``_exchange``: the counts a stream
+    carried are billed whatever ends it (a client that hangs up after the last event, a cancel)."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.ttfb_ms: float | None = None
+        self.error = ""
+        self.tap: UsageTap | None = None
+        self.broken = False
+
+    def usage(self) -> Usage | None:
+        if self.tap is None or self.broken:
+            return None
+        try:
+            return self.tap.usage()
+        except Exception:  # noqa: BLE001 - counting never fails a request
+            log.exception("usage tap failed")
+            return None
+
+
 async def _exchange(
-    request: web.Request, session: aiohttp.ClientSession, url: URL, data: Any, api: str, t0: float
-) -> tuple[web.StreamResponse, int, Usage | None, float | None, str]:
-    """Send upstream, stream the answer back. Returns (response, status, usage, ttfb_ms, error)."""
+    request: web.Request, session: aiohttp.ClientSession, url: URL, data: Any, api: str, t0: float, seen: _Seen
+) -> web.StreamResponse:
+    """Send upstream, stream the answer back, noting status, usage, ttfb and error in ``seen``."""
     headers = upstream_request_headers(_raw_pairs(request))
     try:
         up = await session.request(
@@ -330,10 +350,11 @@ async def _exchange(
     except Exception as e:  # noqa: BLE001 - unreachable, refused, reset, bad URL: all a 502
         msg = f"upstream {url.scheme}://{url.host}:{url.port} unreachable ({type(e).__name__}: {e})"
         log.warning("%s", msg)
-        resp = web.Response(status=502, body=error_body(api, "scalpel: " + msg), content_type="application/json")
-        return resp, 502, None, None, "upstream unreachable"
+        seen.status, seen.error = 502, "upstream unreachable"
+        return web.Response(status=502, body=error_body(api, "scalpel: " + msg), content_type="application/json")
 
-    ttfb_ms = (time.perf_counter() - t0) * 1000.0
+    seen.status = up.status
+    seen.ttfb_ms = (time.perf_counter() - t0) * 1000.0
     try:
         raw_pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in up.raw_headers]
         chunked = "chunked" in up.headers.get("Transfer-Encoding", "").lower()
@@ -342,28 +363,29 @@ async def _exchange(
             reason=up.reason,
             headers=client_response_headers(raw_pairs, keep_length=not chunked),
         )
-        tap = UsageTap(up.headers.get("Content-Type", ""), up.headers.get("Content-Encoding", ""))
+        tap = seen.tap = UsageTap(up.headers.get("Content-Type", ""), up.headers.get("Content-Encoding", ""))
         await resp.prepare(request)
-        error = ""
         try:
             async for chunk in up.content.iter_any():
+                tap.feed(chunk)  # before the write: what the upstream sent is billed even if the client left
                 await resp.write(chunk)
-                tap.feed(chunk)
+            await resp.write_eof()
         except ConnectionResetError as e:  # aiohttp.ClientConnectionResetError included
             if request.transport is None or request.transport.is_closing():
-                error = "client disconnected"
+                seen.error = "client disconnected"
                 log.info("client went away during %s %s", request.method, url.path)
-                return resp, up.status, tap.usage(), ttfb_ms, error
+                return resp
             raise _Broken(e) from e
         except _UNREACHABLE as e:
             raise _Broken(e) from e
-        await resp.write_eof()
-        return resp, up.status, tap.usage(), ttfb_ms, tap.error
+        seen.error = tap.error
+        return resp
     except _Broken as b:
         log.warning("upstream broke off %s mid-response: %s: %s", url.path, type(b.cause).__name__, b.cause)
         if request.transport is not None:
             request.transport.close()  # the client sees the broken stream, not a clean end
-        return resp, up.status, None, ttfb_ms, f"upstream broke off: {type(b.cause).__name__}"
+        seen.broken, seen.error = True, f"upstream broke off: {type(b.cause).__name__}"
+        return resp
     finally:
         up.close()  # no-op after a complete read; otherwise the upstream connection is dropped
 

@@ -209,6 +209,25 @@ def test_twenty_second_stream_with_five_second_silences_survives(proxy, emu):
     assert emu.received[-1].error in (None, "")
 
 
+def test_a_client_that_hangs_up_after_done_is_still_billed(proxy, emu):
+    """The openai SDK closes its stream at ``[DONE]``, before the stream's end: the proxy's last
+    write then finds the client gone. The usage the upstream sent before that is still counted."""
+    oai = openai.OpenAI(base_url=proxy.openai_url, api_key="sk-x", max_retries=0)
+    chunks = list(oai.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}],
+                                              stream=True, stream_options={"include_usage": True}))
+    events = len(chunks) + 1  # the chunks and [DONE]
+    assert wait_for(lambda: proxy.runtime.status()["requests"] == 1)
+    emu.fault("slow", silences=[[events, 1.0]])  # the end comes 1 s after [DONE]: the client has left
+    chunks = list(oai.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}],
+                                              stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage is not None
+    assert wait_for(lambda: proxy.runtime.status()["requests"] == 2)
+    bills = emu.bills[-2:]
+    st = proxy.runtime.status()
+    assert st["tokens_in"] == sum(b.prompt_tokens for b in bills)
+    assert st["tokens_out"] == sum(b.output_tokens for b in bills)
+
+
 def test_non_api_paths_are_forwarded_and_counted(proxy, emu):
     conn = http.client.HTTPConnection("127.0.0.1", proxy.runtime.port, timeout=10)
     conn.request("GET", "/v1/models?limit=5", headers={"x-api-key": SENTINEL_KEY, "anthropic-version": "2023-06-01"})
