@@ -145,6 +145,9 @@ class Exchange:
     # parse-reuse lays out and remembers these messages (its own note), the surgery stage analyses.
     layout_later: list | None = None
     analyse_later: bool = False
+    # Sent as it came before any stage looked (``pipeline/lane.py``): the stages run after the
+    # answer and must record it unchanged.
+    forwarded: bool = False
     # A replay that knows where the client rewrote its history (the bench) sets this.
     client_rewrite_at: int | None = None
     surgery: SurgerySent | None = None

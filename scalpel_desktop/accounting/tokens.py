@@ -33,6 +33,11 @@ def rule_tokens(block: Any) -> int:
     return math.ceil(len(dumps(canonical_block(block))) / 4)
 
 
+def estimate_tokens_bytes(n: int) -> int:
+    """Estimated tokens of a JSON body of ``n`` bytes (structure included)."""
+    return 0 if n <= 0 else max(1, round(n / CHARS_PER_TOKEN_DEFAULT))
+
+
 def estimate_tokens(text: str) -> int:
     """A plain estimate of real tokens for ``text`` (characters / 3.3)."""
     if not text:

@@ -17,6 +17,10 @@ parse-reuse and identify), until every completion answered before it has run
 (``order_wait_s`` at most; past it, it goes on and says so in the log): it
 sees the analysis's state exactly as if the completion had been awaited.
 Other conversations never wait for it.
+
+A large first sighting that no stage would change skips all of that: it goes
+out before any stage looks, and its completion runs their ``on_request`` too
+(``pipeline/lane.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time
 from typing import Any, Callable, Hashable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
+from scalpel_desktop.pipeline.lane import LANE_MIN_BYTES, deferred_exchange, replay_request
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import too_deep
 
@@ -43,6 +48,9 @@ class Chain:
         self.stages = list(stages)
         self.paused = paused
         self.order_wait_s = ORDER_WAIT_S
+        # A first sighting this large that no stage would change goes out before any stage looks
+        # (``pipeline/lane.py``); None: never.
+        self.lane_min_bytes: int | None = LANE_MIN_BYTES
         self._pending: dict[Hashable, list[threading.Event]] = {}  # conversation -> completions not run yet
         self._pending_lock = threading.Lock()
 
@@ -67,9 +75,13 @@ class Chain:
         """``paused``: the caller's own reading of the pause switch, taken when it
         decided how to forward the request (it must not change between that
         decision and this run); None reads it now."""
-        ex = Exchange(request=request)
         if paused is None:
             paused = _safe_bool(self.paused)
+        if not paused and self.lane_min_bytes is not None:
+            lane = deferred_exchange(self.stages, request, self.lane_min_bytes, busy=self._busy)
+            if lane is not None:
+                return lane
+        ex = Exchange(request=request)
         ordered = False
         for stage in self.stages:
             if paused and getattr(stage, "mutates", True):
@@ -108,6 +120,8 @@ class Chain:
     def complete(self, ex: Exchange, result: ResponseResult) -> None:
         ex.response = result
         try:
+            if ex.forwarded:
+                replay_request(self.stages, ex)  # its request path, after the answer (FIFO: earlier ones ran)
             for stage in self.stages:
                 try:
                     stage.on_response(ex)
@@ -128,6 +142,10 @@ class Chain:
             if not waiting:
                 self._pending.pop(key, None)
         done.set()
+
+    def _busy(self, key: Hashable) -> bool:
+        with self._pending_lock:
+            return bool(self._pending.get(key))
 
     def _wait_for_earlier(self, ex: Exchange) -> None:
         """Until every completion of this request's conversation answered before now has run."""

@@ -9,7 +9,7 @@ the dashboard only) are measured after the response, off the request path.
 from __future__ import annotations
 
 from scalpel_desktop.accounting.context_regions import measure, working_directory
-from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
+from scalpel_desktop.accounting.tokens import estimate_tokens_bytes
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.identity import conversation_key
 
@@ -37,8 +37,3 @@ class Identify:
             ex.tokens_after = (
                 estimate_tokens_bytes(len(ex.new_body)) if ex.new_body is not None else ex.tokens_before
             )
-
-
-def estimate_tokens_bytes(n: int) -> int:
-    """Estimated tokens of a JSON body of ``n`` bytes (structure included)."""
-    return 0 if n <= 0 else max(1, round(n / CHARS_PER_TOKEN_DEFAULT))

@@ -109,6 +109,11 @@ class ParseReuse:
             # A first sighting: laid out and remembered after the response (off the request path).
             ex.layout_later = got.doc["messages"]
 
+    def may_defer(self, request: Any, skeleton: Any) -> bool:
+        """A first sighting for parse-reuse: no remembered body this one repeats (``pipeline/lane.py``)."""
+        with self._lock:
+            return self._find(request.body) is None
+
     def parse(self, raw: bytes) -> Parsed | None:
         """``loads(raw)``, re-using a remembered body's messages; None when ``raw`` is not JSON.
 

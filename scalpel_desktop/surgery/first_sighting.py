@@ -9,14 +9,14 @@ reproduces shows its id there verbatim) - or a cut inside its last message
 (``death``, ``payback``) a warm cut that could repay even at its worst case
 (``warm_cut_possible``: only when a first sighting has remaining turns to
 earn on at all, and then only when the economist's plan, made without the
-layout (``would_cut``), cuts). Without any of these, the body
-goes out unchanged at once: no layout, no view, no analysis on the request
-path (at 2.9 MB that is the parse alone, instead of the parse plus a layout
-pass, a view and the analysis). After the response ``analyse_after`` records
-exactly what the stage's full path would have (the economist's state, the
-memo's snapshot, the decision). A conversation the economist knows (only its
-memo entry was dropped), a warm policy, or a body an earlier stage changed
-take the full path on the request.
+layout (``would_cut``), cuts). Without any of these, the body goes out
+unchanged at once: no layout, no view, no analysis on the request path.
+``may_defer`` says the same from the body's skeleton, so that a large first
+sighting goes out before any stage has parsed it (``pipeline/lane.py``).
+After the response ``analyse_after`` records exactly what the stage's full
+path would have (the economist's state, the memo's snapshot, the decision).
+A conversation the economist knows (only its memo entry was dropped), or a
+body an earlier stage changed, takes the full path on the request.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
+from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
 from scalpel_desktop.exchange import Exchange, SurgerySent
 from scalpel_desktop.surgery.doom import STUB_TOKENS
 from scalpel_desktop.surgery.exclude import excluded
@@ -33,6 +33,7 @@ from scalpel_desktop.surgery.offsets import result_ids
 from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.remaining import horizon
+from scalpel_desktop.surgery.warm_bound import no_warm_cut_pays
 from scalpel_desktop.wire.cache_rules import message_ttl_s
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.identity import conversation_key
@@ -56,44 +57,82 @@ def results_in(msgs: list) -> int:
 
 
 def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
-    """True (and ``ex.analyse_later`` set) when this first sighting goes out unchanged now."""
+    """True (and ``ex.analyse_later`` set) when this first sighting goes out unchanged now, or
+    went out so already (``ex.forwarded``: ``pipeline/lane.py``)."""
+    if ex.forwarded:
+        ex.analyse_later = True
+        return True
     if not stage.defer_first_sightings or base is not ex.request.body:
         return False
-    if ckey in stage.economist.conversations:
-        return False  # known to the economist (only its memo entry was dropped): it may cut
     msgs = doc.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return False
-    if pol.cuts and results_in(msgs[-1:]) > int(stage._get("keep_recent")):
-        return False  # the last message (at the break) may hold a free cut
-    if stage.cutlog.any_logged():
-        ids = result_ids(base)
-        if ids is None or (ids and stage.cutlog.any_known(ids)):
-            return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
-    if pol.warm and warm_cut_possible(stage, ex, doc) and would_cut(stage, ex, doc, ckey, pol):
+    if not _nothing_to_replay(stage, base, ckey, pol, msgs[-1]):
+        return False
+    model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
+    tokens = ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT)
+    if pol.warm and warm_cut_possible(stage, model, message_ttl_s(ex.request.endpoint, doc), tokens) \
+            and would_cut(stage, ex, doc, ckey, pol):
         return False
     ex.analyse_later = True  # the decision is made after the response, as the full path would make it
     return True
 
 
-def warm_cut_possible(stage: Any, ex: Exchange, doc: dict) -> bool:
+def may_defer(stage: Any, request: Any, skeleton: Any) -> bool:
+    """``send_as_it_came`` from the body's skeleton alone (``pipeline/lane.py``): True only when the
+    stage would surely send this first sighting as it came, so it can go before the stage looks.
+    Where ``would_cut`` needs the analysis, a bound from the message sizes stands in for it
+    (``warm_bound.no_warm_cut_pays``); when the bound cannot rule a cut out, the usual path decides."""
+    if request.endpoint != "messages":
+        return True  # only Messages bodies take the lane (and this stage is not asked of others)
+    if not stage.defer_first_sightings or not len(skeleton):
+        return False
+    ckey = (skeleton.key.session_id, skeleton.key.agent_id)
+    with stage._lock:
+        if stage.memo.get(ckey) is not None:
+            return False
+        pol = policy_named(stage._get("policy"))
+        if not _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1)):
+            return False
+        if not pol.warm:
+            return True
+        ttl = message_ttl_s("messages", skeleton.with_last(3))
+        tokens = estimate_tokens_bytes(len(request.body))  # what Identify will say
+        if not warm_cut_possible(stage, skeleton.model, ttl, tokens):
+            return True
+        return no_warm_cut_pays(stage.economist._rates(skeleton.model), ttl, skeleton, tokens)
+
+
+def _nothing_to_replay(stage: Any, raw: bytes, ckey: Any, pol: Policy, last: Any) -> bool:
+    """No cut the stage must make now, but a warm one: the economist does not know the conversation
+    (only its memo entry was dropped: it may cut), its last message holds no free cut, and it holds
+    no logged cut to re-apply."""
+    if ckey in stage.economist.conversations:
+        return False
+    if pol.cuts and results_in([last]) > int(stage._get("keep_recent")):
+        return False  # the last message (at the break) may hold a free cut
+    if stage.cutlog.any_logged():
+        ids = result_ids(raw)
+        if ids is None or (ids and stage.cutlog.any_known(ids)):
+            return False  # a logged cut to re-apply (or an escaped id: only the parsed document knows)
+    return True
+
+
+def warm_cut_possible(stage: Any, model: str, ttl_s: float, tokens_now: int) -> bool:
     """Could a warm policy cut this unknown conversation before its break?
 
     Its break is its last message and no entry of it is known, so a warm cut
     would be priced at its worst case over the remaining turns a conversation
     seen for the first time gets (``remaining.horizon`` with nothing so far, as
     ``payback.payback_plan`` asks it): with none (a fresh install's prior, or a
-    ledger whose conversations say so) no warm cut can repay, and only the
-    analysis after the response is needed. Otherwise ``would_cut`` asks the
-    economist's plan (a worst case that repays must still be covered by the
-    conversation's risk budget, which is empty for a conversation never seen:
-    so far such a plan has never cut, and then the body goes out as it came).
+    ledger whose conversations say so) no warm cut can repay. Otherwise
+    ``would_cut`` asks the economist's plan (its risk budget is empty for a
+    conversation never seen, so only a cut cheaper than the reads it saves at
+    once, nothing read at all, can be made).
     """
-    factor = float(stage._get("payback_factor"))
-    hz = horizon(stage.economist.history, model=ex.model or str(doc.get("model") or ""), so_far=0, conv_breaks=0,
-                 ttl_s=message_ttl_s(ex.request.endpoint, doc), margin=float(stage._get("ttl_margin_s")),
-                 tokens_now=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
-                 first_tokens=0, factor=factor, cap=int(stage._get("payback_turns_max")))
+    hz = horizon(stage.economist.history, model=model, so_far=0, conv_breaks=0, ttl_s=ttl_s,
+                 margin=float(stage._get("ttl_margin_s")), tokens_now=tokens_now, first_tokens=0,
+                 factor=float(stage._get("payback_factor")), cap=int(stage._get("payback_turns_max")))
     return hz.turns >= 1
 
 

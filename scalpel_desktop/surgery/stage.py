@@ -18,15 +18,12 @@ For each API request with a conversation view:
 there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
 Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``) and
-extended when nothing is cuttable. Everything is injectable (the bench, which
-sets ``ex.client_rewrite_at`` where it knows the client rewrote history).
-
-Both paths end in the same decision builder (``_decide``) over the
-economist's plan, and compute the natural break once per request (handed to
-``decide`` and ``record_sent``). A first sighting that needs no change goes
-out as it came and is analysed after its response (``first_sighting.py``);
-otherwise the layout parse-reuse found is used, or found once. Writes (spill,
-cut log) are waited on ``write_wait_ms`` at most; a cut not landed is not sent.
+extended when nothing is cuttable; both paths end in one decision builder
+(``_decide``) and compute the natural break once. A first sighting that needs
+no change goes out as it came, analysed after its response (``first_sighting``);
+otherwise parse-reuse's layout is used, or found once. Writes (spill, cut log)
+are waited on ``write_wait_ms`` at most; a cut not landed is not sent.
+Everything is injectable (the bench sets ``ex.client_rewrite_at``).
 """
 
 from __future__ import annotations
@@ -46,7 +43,6 @@ from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
 from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
 from scalpel_desktop.surgery import first_sighting
 from scalpel_desktop.surgery.exclude import excluded
-from scalpel_desktop.surgery.first_sighting import results_in
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
 from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
@@ -104,6 +100,9 @@ class SurgeryStage:
         with self._lock:
             self._on_request(ex)
 
+    def may_defer(self, request: Any, skeleton: Any) -> bool:  # (pipeline/lane.py)
+        return first_sighting.may_defer(self, request, skeleton)
+
     def _on_request(self, ex: Exchange) -> None:
         req = ex.request
         if req.endpoint not in ENDPOINTS or not req.body:
@@ -124,7 +123,7 @@ class SurgeryStage:
         self.memo.max_bytes = int(self._get("memo_mb")) * MB
         if req.endpoint == "messages":
             snap = self.memo.get(ckey)
-            if snap is None and first_sighting.send_as_it_came(self, ex, doc, ckey, pol, base):
+            if (snap is None or ex.forwarded) and first_sighting.send_as_it_came(self, ex, doc, ckey, pol, base):
                 return
             given = ex.layout if base is req.body else None
             if given is not None and (snap is None or (ex.layout_base is snap.raw
@@ -255,7 +254,7 @@ class SurgeryStage:
         hashes = tuple(snap.sent_hashes[:k]) + tuple(layout.hashes[k:])
         shape = self._shape(ex, doc, ckey, model, hashes, layout, pol)
         brk = self.economist.natural_break(shape)
-        if pol.looks_for_dead(results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
+        if pol.looks_for_dead(first_sighting.results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
             return False
         body = None
         if snap.sent is not None:

@@ -55,6 +55,12 @@ class ToolFilterStage:
         self.writer = writer or BackgroundWriter()
         self._prices = prices
 
+    def may_defer(self, request: Any, skeleton: Any) -> bool:
+        """Would this first sighting surely go out unfiltered (``pipeline/lane.py``)?"""
+        if request.api != "anthropic" or request.endpoint != "messages":
+            return True
+        return self.pins.empty_at_once(skeleton.key.session_id, now=request.received_at)
+
     def on_request(self, ex: Exchange) -> None:
         req = ex.request
         if req.api != "anthropic" or req.endpoint != "messages":

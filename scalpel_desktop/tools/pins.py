@@ -77,19 +77,10 @@ class SessionPins:
                 return pin
             attempt = self._attempts.get(session)
             if attempt is None:
-                attempt = self._attempts[session] = _Attempt()
-                surely_empty = self._nonempty is not None and session not in self._nonempty \
-                    and (mid_session or not _safe(self.enabled))
-                if surely_empty:
-                    # What the database would answer: nothing stored (or an empty pin), and a new pin
-                    # would be empty. Answered now; stored empty by the worker whatever happens meanwhile.
-                    attempt.late = True
-                    pin = self._cache[session] = Pin(session, now if now is not None else time.time(), False,
-                                                     frozenset())
-                attempt.job = self.worker.submit(lambda: self._establish(session, mid_session, now, attempt),
-                                                 retry=True)
-                if surely_empty:
+                pin = self._start(session, mid_session, now)
+                if pin is not None:
                     return pin
+                attempt = self._attempts[session]
         job = attempt.job
         assert job is not None
         if attempt.late and not job.done:
@@ -108,6 +99,37 @@ class SessionPins:
                     del self._attempts[session]
             raise job.error
         return self._cache.get(session)
+
+    def empty_at_once(self, session: str, now: float | None = None) -> bool:
+        """Is this session's pin surely empty, known without waiting (a first sighting that goes
+        out before the filter looks: ``pipeline/lane.py``)? With the filter off, a session seen for
+        the first time gets its empty pin now, as ``pin_for`` would give it. With the filter on, a
+        new session's pin depends on whether it is mid-conversation, which only the parsed body
+        says: False."""
+        with self._lock:
+            pin = self._cache.get(session)
+            if pin is not None:
+                return not pin.names
+            if session in self._attempts:
+                return False
+            return self._start(session, False, now, only_if_empty=True) is not None
+
+    def _start(self, session: str, mid_session: bool, now: float | None, only_if_empty: bool = False) -> Pin | None:
+        """(Under the lock.) The session's pin on its way to the database; the pin itself when it is
+        surely empty: nothing stored (or an empty pin), and a new pin would be empty whatever the
+        filter says (a session first seen mid-conversation) or because the filter is off."""
+        surely_empty = self._nonempty is not None and session not in self._nonempty \
+            and (mid_session or not _safe(self.enabled))
+        if only_if_empty and not surely_empty:
+            return None
+        attempt = self._attempts[session] = _Attempt()
+        pin = None
+        if surely_empty:
+            # Answered now; stored empty by the worker whatever happens meanwhile.
+            attempt.late = True
+            pin = self._cache[session] = Pin(session, now if now is not None else time.time(), False, frozenset())
+        attempt.job = self.worker.submit(lambda: self._establish(session, mid_session, now, attempt), retry=True)
+        return pin
 
     def _establish(self, session: str, mid_session: bool, now: float | None, attempt: _Attempt) -> Pin:
         """On the worker: the stored pin, or a new one - empty when a request of its session

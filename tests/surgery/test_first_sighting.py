@@ -135,22 +135,22 @@ def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(
 
 def test_under_death_a_first_sighting_is_not_cut_even_where_its_worst_case_would_repay(tmp_path):
     """With a ledger saying conversations go on for long, a worst-case warm cut would repay here (most
-    of this small prompt is superseded reads), but a conversation seen for the first time has surely
-    saved nothing yet: its risk budget covers no priced rewrite (surgery/payback.py), so it goes out
-    as it came, and the full path, run on the request, agrees to the byte and the figure."""
+    of this small prompt is superseded reads), but for a conversation seen for the first time the
+    break and the prefix it shares with a live cache are both its last message: a warm cut below it
+    has no pin to bound its rewrite (surgery/payback.py). It goes out as it came, analysed after the
+    answer, and the full path, run on the request, agrees to the byte and the figure."""
     long_ones = History.of([200] * 10)
     body = dumps(_session().body())
     chain, stage = _chain(tmp_path, policy="death", history=long_ones)
     ex = _send(chain, body, 1000.0, done=False)
-    assert ex.body_to_send() is body and "cut" not in ex.decision.changes
-    if ex.analyse_later:
-        chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
+    assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
+    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
     _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=long_ones)
 
 
 def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
-    """Turns to earn on, but too few for the worst case to repay: the plan (made without the
-    layout) does not cut, so the body goes out as it came and the full record follows the answer."""
+    """Turns to earn on, but too few for the worst case to repay: the body goes out as it came and
+    the full record follows the answer."""
     short_ones = History.of([3] * 10)
     body = dumps(_session().body())
     chain, stage = _chain(tmp_path, policy="death", history=short_ones)

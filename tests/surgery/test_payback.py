@@ -225,3 +225,24 @@ def test_payback_uses_the_cold_rule_when_the_break_makes_cuts_free():
     _warm_session(e, 3)
     plan = e.decide(shape(units(42), at=10_000.0, unit_tokens=[1000] * 42), [Candidate("a", 5, 3000, 20)])
     assert plan.action == "cut" and plan.rewrite_tokens == 0 and plan.reason.startswith("free")
+
+
+@pytest.mark.parametrize("policy", ["payback", "death"])
+def test_a_conversation_never_seen_is_warm_cut_only_when_the_cut_beats_its_reads_at_once(policy):
+    """What surgery/warm_bound.py rests on: no pin, an empty risk budget, so a warm cut of a
+    conversation never seen is made only when re-writing the rest costs no more than reading the
+    whole prompt (the tokens cut at least 1 - read/write of the region re-written)."""
+    from scalpel_desktop.surgery.remaining import History
+
+    r = PriceTable.builtin().rates(OPUS)
+    e = econ(policy=policy, batch_min_tokens=1)
+    e.history = History.of([500] * 20)
+    s = _warm(n=42, tokens=1000, total=42 * 1000)
+    assert e.natural_break(s).index == 41 and e.natural_break(s).reason == "first-seen"
+    region = 41 * 1000  # all but the last message: nothing read, at worst
+    share = 1 - r.cache_read / r.write_5m
+    enough = int(region * share) + 30  # (the stub's 20 tokens come off the saving)
+    plan = e.decide(s, [Candidate("big", 5, enough, 20)])
+    assert plan.action == "cut" and plan.figures["boundary"] == "worst-case" and plan.risk_usd <= 0
+    plan = e.decide(s, [Candidate("big", 5, enough - 200, 20)])
+    assert plan.action == "unchanged"

@@ -121,3 +121,24 @@ def test_mid_session_with_the_filter_on_is_answered_at_once_too(tmp_path):
         assert pins.pin_for("fresh") is None  # a new session with the filter on: its pin is the list, stored first
     assert pins.worker.flush(30)
     assert store.get_pin("resumed").names == frozenset() and store.get_pin("fresh").names == frozenset()
+
+
+def test_empty_at_once_answers_only_what_needs_no_database(tmp_path):
+    """A first sighting that goes out before the filter looks (pipeline/lane.py) asks whether its
+    session's pin is surely empty: yes with the filter off (and that empty pin is the one stored),
+    no with it on, and no for a session whose stored pin removes tools - all without waiting on the
+    database (locked here)."""
+    store = _store(tmp_path)
+    SessionPins(store, lambda: True, wait_s=lambda: 5.0).pin_for("pinned")  # a stored non-empty pin
+    off = SessionPins(store, lambda: False, wait_s=lambda: 0.05)
+    on = SessionPins(store, lambda: True, wait_s=lambda: 0.05)
+    assert off.worker.flush(30) and on.worker.flush(30)
+    with exclusive_lock(tmp_path / "ledger.sqlite3"):
+        assert off.empty_at_once("new", now=5.0)
+        assert off.pin_for("new").names == frozenset()  # the same answer the request path would get
+        assert not off.empty_at_once("pinned")
+        assert not on.empty_at_once("fresh")  # a new session's pin with the filter on: only the body says
+        assert on.pin_for("fresh") is None  # it waits on the database, as it would without the question
+    assert off.worker.flush(30) and on.worker.flush(30)
+    assert store.get_pin("new").names == frozenset()
+    assert store.get_pin("fresh").names == frozenset()  # the unfiltered request above pinned it empty

@@ -1,0 +1,79 @@
+"""The first-sighting lane: a large body no stage would change goes out before any stage looks at it.
+
+A first sighting never cuts on a guess (``surgery/first_sighting.py``): all
+its request path can need is the re-application of logged cuts, a free cut
+in its last message, or the tool filter's pin. When every stage that could
+act on the request says, from the body's skeleton alone (``wire/skeleton.py``),
+that it would leave it unchanged (``may_defer``), the chain hands back an
+exchange that sends the original bytes and has done nothing else: no parse
+on the request path. Its completion, after the answer, runs every stage's
+``on_request`` first (``replay_request``: the full parse, the key, the
+surgery stage's analysis), with ``ex.forwarded`` set so that no stage acts
+as if it could still change what was sent, then the usual ``on_response``.
+
+Who decides: every stage with a ``may_defer(request, skeleton)`` is asked;
+a mutating stage without one vetoes (it might change the body). A body under
+``LANE_MIN_BYTES`` takes the usual path: its full parse is cheap, and the
+tests that read the request path's own record of a first sighting use small
+bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+from scalpel_desktop.exchange import ApiRequest, Decision, Exchange
+from scalpel_desktop.wire.skeleton import Skeleton, read_skeleton
+
+log = logging.getLogger("scalpel.pipeline")
+
+# Below this a first sighting takes the usual path: a full parse of 256 KB of
+# many small messages is about 2.5 ms, of large reads well under 1 ms.
+LANE_MIN_BYTES = 256 * 1024
+
+
+def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int,
+                      busy: Callable[[Any], bool] = lambda key: False) -> Exchange | None:
+    """An exchange that forwards ``request`` as it came, its stages' work all after the answer;
+    None when the request takes the usual path. ``busy(key)``: an earlier request of that
+    conversation has not completed yet (the usual path waits for it, and then knows it)."""
+    if request.endpoint != "messages" or len(request.body) < min_bytes:
+        return None
+    skel = read_skeleton(request.headers, request.body)
+    if skel is None or not len(skel) or busy((skel.key.session_id, skel.key.agent_id)):
+        return None
+    if not all(_agrees(stage, request, skel) for stage in stages):
+        return None
+    ex = Exchange(request=request, key=skel.key, model=skel.model)
+    ex.forwarded = True
+    ex.decision = Decision("unchanged", "a first sighting: sent as it came, analysed after the answer")
+    return ex
+
+
+def _agrees(stage: Any, request: ApiRequest, skel: Skeleton) -> bool:
+    ask = getattr(stage, "may_defer", None)
+    if ask is None:
+        return not getattr(stage, "mutates", True)
+    try:
+        return bool(ask(request, skel))
+    except Exception:  # noqa: BLE001 - any doubt: the usual path
+        log.exception("stage %s failed to say whether a first sighting can wait", getattr(stage, "name", stage))
+        return False
+
+
+def replay_request(stages: Sequence[Any], ex: Exchange) -> None:
+    """Every stage's ``on_request`` for an exchange already sent as it came (after its answer)."""
+    ex.key = None  # the full document's key, not the skeleton's (they agree; the document is the record)
+    ex.decision = Decision()  # what the stages decide, as on the usual path
+    for stage in stages:
+        try:
+            stage.on_request(ex)
+        except Exception:  # noqa: BLE001
+            log.exception("stage %s failed on a first sighting's request, after its answer",
+                          getattr(stage, "name", stage))
+        if ex.new_body is not None:
+            # Nothing can change a body that went out already: a stage that tried is wrong.
+            log.error("stage %s changed a first sighting that had been sent as it came; ignored",
+                      getattr(stage, "name", stage))
+            ex.new_body = None
