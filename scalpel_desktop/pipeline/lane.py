@@ -11,8 +11,9 @@ on the request path. Its completion, after the answer, runs every stage's
 surgery stage's analysis), with ``ex.forwarded`` set so that no stage acts
 as if it could still change what was sent, then the usual ``on_response``.
 
-Who decides: every stage with a ``may_defer(request, skeleton)`` is asked;
-a mutating stage without one vetoes (it might change the body). A body under
+Who decides: every stage with a ``may_defer(request, skeleton)`` is asked
+(``skeleton()`` reads it, once, when a stage needs it); a mutating stage
+without one vetoes (it might change the body). A body under
 ``LANE_MIN_BYTES`` takes the usual path: its full parse is cheap, and the
 tests that read the request path's own record of a first sighting use small
 bodies.
@@ -37,13 +38,20 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
                       busy: Callable[[Any], bool] = lambda key: False) -> Exchange | None:
     """An exchange that forwards ``request`` as it came, its stages' work all after the answer;
     None when the request takes the usual path. ``busy(key)``: an earlier request of that
-    conversation has not completed yet (the usual path waits for it, and then knows it)."""
+    conversation has not completed yet (the usual path waits for it, and then knows it).
+
+    Stages are asked in order with the skeleton read only when one needs it: parse-reuse,
+    first, says no to a conversation's next request (it repeats a remembered body) without it."""
     if request.endpoint != "messages" or len(request.body) < min_bytes:
         return None
-    skel = read_skeleton(request.headers, request.body)
-    if skel is None or not len(skel) or busy((skel.key.session_id, skel.key.agent_id)):
+    skeleton = _Lazy(request)
+    try:
+        if not all(_agrees(stage, request, skeleton) for stage in stages):
+            return None
+        skel = skeleton()
+    except _Unreadable:
         return None
-    if not all(_agrees(stage, request, skel) for stage in stages):
+    if busy((skel.key.session_id, skel.key.agent_id)):
         return None
     ex = Exchange(request=request, key=skel.key, model=skel.model)
     ex.forwarded = True
@@ -51,12 +59,35 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
     return ex
 
 
-def _agrees(stage: Any, request: ApiRequest, skel: Skeleton) -> bool:
+class _Unreadable(Exception):
+    """The body has no skeleton (``read_skeleton`` said None, or no messages): the usual path."""
+
+
+class _Lazy:
+    """The request's skeleton, read the first time a stage asks for it."""
+
+    def __init__(self, request: ApiRequest):
+        self._request = request
+        self._skel: Skeleton | None = None
+        self._read = False
+
+    def __call__(self) -> Skeleton:
+        if not self._read:
+            self._read = True
+            self._skel = read_skeleton(self._request.headers, self._request.body)
+        if self._skel is None or not len(self._skel):
+            raise _Unreadable()
+        return self._skel
+
+
+def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -> bool:
     ask = getattr(stage, "may_defer", None)
     if ask is None:
         return not getattr(stage, "mutates", True)
     try:
-        return bool(ask(request, skel))
+        return bool(ask(request, skeleton))
+    except _Unreadable:
+        raise
     except Exception:  # noqa: BLE001 - any doubt: the usual path
         log.exception("stage %s failed to say whether a first sighting can wait", getattr(stage, "name", stage))
         return False

@@ -108,6 +108,9 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     last_unit = len(view.units) - 1
     calls_get = view.tool_calls.get
     cwd = view.cwd()
+    sup_on, dup_on, fail_on, snap_on = (k in kinds for k in KINDS[:4])
+    carried = _carried(view, results, (kinds, failed_age, cwd))
+    begin = carried.count if carried is not None else 0
     facts: list[_Facts] = [None] * n  # type: ignore[list-item]
     bash_cd_seen = False  # Bash `cd` anywhere makes relative Bash paths ambiguous.
     for pos in range(n):
@@ -120,26 +123,23 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         facts[pos] = f
         if f.has_cd:
             bash_cd_seen = True
+    if carried is not None and carried.cd_seen != bash_cd_seen:
+        carried, begin = None, 0  # scanned with (or without) a `cd` this history no longer has: anew
 
     # For each result: when did it die, and of what (the earliest death wins, then
-    # the kind listed first in KINDS)? pos -> (died_at_unit, index in KINDS)
-    died: dict[int, tuple[int, int]] = {}
+    # the kind listed first in KINDS)? pos -> (died_at_unit, index in KINDS). A failed
+    # result's death may lie past the last unit (it is not dead yet): filtered below.
+    st = carried.fork() if carried is not None else _Scan((kinds, failed_age, cwd), bash_cd_seen)
+    died, open_reads, last_of_content, last_snapshot, pending_fail = (
+        st.died, st.open_reads, st.last_of_content, st.last_snapshot, st.pending_fail)
     died_get = died.get
-    sup_on, dup_on, fail_on, snap_on = (k in kinds for k in KINDS[:4])
-
-    open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
-    last_of_content: dict[Any, int] = {}
-    last_snapshot: dict[str, int] = {}
     acc_key = (cwd, bash_cd_seen)  # _Facts.access's cache key
-    first_success_after: list[int | None] = [None] * n
-    next_success_unit: int | None = None
-    for pos in range(n - 1, -1, -1):
-        first_success_after[pos] = next_success_unit
-        r = results[pos]
-        if r.is_error is not True and r.name is not None:
-            next_success_unit = r.unit_index
-
-    for pos in range(n):
+    boundary = n  # the first result of the last unit: the next request shares what comes before
+    while boundary and results[boundary - 1].unit_index >= last_unit:
+        boundary -= 1
+    for pos in range(begin, n):
+        if pos == boundary:
+            view.for_next["doom"] = st.fork(pos, results)
         r = results[pos]
         f = facts[pos]
         u = r.unit_index
@@ -153,19 +153,19 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
                         keep = []
                         for old_pos, old in waiting:
                             if acc.writes or (acc.reads and (acc.whole or acc.range_key == old.range_key)):
-                                if sup_on and u <= last_unit:
+                                if sup_on:
                                     cur = died_get(old_pos)
                                     if cur is None or (u, 0) < cur:
                                         died[old_pos] = (u, 0)
                             else:
                                 keep.append((old_pos, old))
-                        open_reads[acc.path] = keep
-                    if acc.reads:
-                        open_reads.setdefault(acc.path, []).append((pos, acc))
+                        waiting = open_reads[acc.path] = keep
+                    if acc.reads:  # (a new list, never appended to: a forked scan shares the old ones)
+                        open_reads[acc.path] = [*(waiting or ()), (pos, acc)]
             # dead snapshots
             if f.snapshot:
                 prev = last_snapshot.get(r.name)  # type: ignore[arg-type]
-                if prev is not None and snap_on and u <= last_unit:
+                if prev is not None and snap_on:
                     cur = died_get(prev)
                     if cur is None or (u, 3) < cur:
                         died[prev] = (u, 3)
@@ -174,21 +174,26 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         dk = f.dup_key
         if dk is not None:
             prev = last_of_content.get(dk)
-            if prev is not None and dup_on and u <= last_unit:
+            if prev is not None and dup_on:
                 cur = died_get(prev)
                 if cur is None or (u, 1) < cur:
                     died[prev] = (u, 1)
             last_of_content[dk] = pos
-        # failed commands
-        if fail_on and r.is_error is True:
-            later = first_success_after[pos]
-            if later is not None:
-                at = max(u + failed_age, later)
-                if at <= last_unit:
-                    cur = died_get(pos)
-                    if cur is None or (at, 2) < cur:
-                        died[pos] = (at, 2)
+        # failed commands die once some later call succeeded (and they are old enough)
+        if r.is_error is True:
+            if fail_on:
+                pending_fail.append(pos)
+        elif r.name is not None and pending_fail:
+            for old_pos in pending_fail:
+                at = max(results[old_pos].unit_index + failed_age, u)
+                cur = died_get(old_pos)
+                if cur is None or (at, 2) < cur:
+                    died[old_pos] = (at, 2)
+            pending_fail.clear()
         # stale large: decided below, once tokens are known
+    if boundary == n:
+        view.for_next["doom"] = st.fork(n, results)
+    view.from_previous = None  # (used: not kept alive beside this view's own)
 
     protected_from = max(0, n - keep_recent)
     stale_on = "stale_large" in kinds
@@ -200,7 +205,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
             continue
         r = results[pos]
         verdict = died_get(pos)
-        if verdict is not None and KINDS[verdict[1]] not in allowed:
+        if verdict is not None and (verdict[0] > last_unit or KINDS[verdict[1]] not in allowed):
             verdict = None
         if stale_on and f.tokens >= stale_min and "stale_large" in allowed:
             at = r.unit_index + stale_age + 1
@@ -209,6 +214,45 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         if verdict is not None:
             spans.append(DoomSpan(r.id, KINDS[verdict[1]], f.tokens, r.unit_index, verdict[0]))
     return spans
+
+
+class _Scan:
+    """The history scan's state after some results: what the next request's scan resumes from.
+
+    Kept on the view (``for_next``), taken over by the next request's view when it shares these
+    results (``previous``), and forked (its tables copied, its lists shared and never appended to)
+    so that either can go on without disturbing the other."""
+
+    __slots__ = ("key", "cd_seen", "count", "last", "died", "open_reads", "last_of_content", "last_snapshot",
+                 "pending_fail")
+
+    def __init__(self, key: Any, cd_seen: bool):
+        self.key, self.cd_seen = key, cd_seen
+        self.count, self.last = 0, None
+        self.died: dict[int, tuple[int, int]] = {}
+        self.open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
+        self.last_of_content: dict[Any, int] = {}
+        self.last_snapshot: dict[str, int] = {}
+        self.pending_fail: list[int] = []  # failed results no later call has succeeded after yet
+
+    def fork(self, count: int | None = None, results: Any = None) -> "_Scan":
+        other = _Scan(self.key, self.cd_seen)
+        other.count, other.last = (self.count, self.last) if count is None else \
+            (count, results[count - 1] if count else None)
+        other.died, other.open_reads = dict(self.died), dict(self.open_reads)
+        other.last_of_content, other.last_snapshot = dict(self.last_of_content), dict(self.last_snapshot)
+        other.pending_fail = list(self.pending_fail)
+        return other
+
+
+def _carried(view: ConversationView, results: list, key: Any) -> _Scan | None:
+    """The previous request's scan, when this view holds the very results it covered."""
+    got = (view.from_previous or {}).get("doom")
+    if not isinstance(got, _Scan) or got.key != key or got.count > len(results):
+        return None
+    if got.count and results[got.count - 1] is not got.last:
+        return None
+    return got
 
 
 class _Facts:

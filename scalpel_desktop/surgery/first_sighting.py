@@ -85,8 +85,9 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool:
     (``warm_bound.no_warm_cut_pays``); when the bound cannot rule a cut out, the usual path decides."""
     if request.endpoint != "messages":
         return True  # only Messages bodies take the lane (and this stage is not asked of others)
-    if not stage.defer_first_sightings or not len(skeleton):
+    if not stage.defer_first_sightings:
         return False
+    skeleton = skeleton()
     ckey = (skeleton.key.session_id, skeleton.key.agent_id)
     with stage._lock:
         if stage.memo.get(ckey) is not None:

@@ -38,7 +38,6 @@ class RequestShape:
     ttl_s: float = LONGEST_TTL_S  # the TTL this request asks for
     tool_changes_ok: bool = False  # mid-conversation-tool-changes beta present
     unit_tokens: Sequence[int] | None = None  # estimated tokens per unit (payback)
-    unit_blocks: Sequence[int] | None = None  # content blocks per unit (no longer used for a decision)
     # Warm policies: may the last block of unit i take the free cache marker (a pin)?
     # And how many markers the request may still carry (4 minus those it has).
     unit_pinnable: Sequence[bool] | None = None

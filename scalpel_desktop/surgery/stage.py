@@ -348,15 +348,13 @@ class SurgeryStage:
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
                pol: Policy) -> RequestShape:
-        unit_tokens = unit_blocks = unit_pinnable = None
+        unit_tokens = unit_pinnable = None
         free_markers = 0
         endpoint = ex.request.endpoint
         if pol.warm:  # a warm cut is weighed message by message, its read boundary pinned
             msgs = doc.get("messages") or doc.get("input") or []
             sizes = layout.sizes if layout is not None else [len(dumps(m)) for m in msgs]
             unit_tokens = [int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes]
-            unit_blocks = [len(m["content"]) if isinstance(m, dict) and isinstance(m.get("content"), list) else 1
-                           for m in msgs]
             if endpoint == "messages":
                 unit_pinnable, free_markers = pinnable(doc, ex.new_body if ex.new_body is not None
                                                        else ex.request.body)
@@ -372,7 +370,6 @@ class SurgeryStage:
             ttl_s=message_ttl_s(endpoint, doc),
             tool_changes_ok=tool_changes_beta(ex.request.headers),
             unit_tokens=unit_tokens,
-            unit_blocks=unit_blocks,
             unit_pinnable=unit_pinnable,
             free_markers=free_markers,
             total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),

@@ -59,7 +59,7 @@ class ToolFilterStage:
         """Would this first sighting surely go out unfiltered (``pipeline/lane.py``)?"""
         if request.api != "anthropic" or request.endpoint != "messages":
             return True
-        return self.pins.empty_at_once(skeleton.key.session_id, now=request.received_at)
+        return self.pins.empty_at_once(skeleton().key.session_id, now=request.received_at)
 
     def on_request(self, ex: Exchange) -> None:
         req = ex.request

@@ -118,6 +118,10 @@ class ConversationView:
         self._copied_units: set[int] = set()
         self.replaced: dict[str, Any] = {}  # tool_use_id -> new content
         self.reused_units = 0
+        # Analyses of this view leave what the next request's can resume from (``for_next``);
+        # the previous view's, when this one shares its leading units, is ``from_previous``.
+        self.for_next: dict[str, Any] = {}
+        self.from_previous: dict[str, Any] | None = None
         start = self._reuse(previous) if previous is not None and type(previous) is type(self) else 0
         self._index(start)
         self._orig_units = list(self.units)
@@ -153,6 +157,7 @@ class ConversationView:
             self._orig_hashes = prev._orig_hashes[:k]
             self._orig_sizes = prev._orig_sizes[:k]
         self.reused_units = k
+        self.from_previous = prev.for_next or None
         return k
 
     def _index(self, start: int = 0) -> None:  # pragma: no cover - abstract

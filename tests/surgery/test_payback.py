@@ -46,9 +46,8 @@ def test_the_pin_ignores_block_counts_a_deep_history_costs_the_same():
     # per message the entry at 34 was "out of reach" - a count nobody documents
     e = econ(policy="payback")
     _warm_session(e, 10)
-    s = _warm()
-    s = RequestShape(**{**s.__dict__, "unit_blocks": [3] * 42})
-    plan = e.decide(s, [Candidate("big", 35, 5000, 20)])
+    assert not any("block" in name for name in RequestShape.__dataclass_fields__)  # not even known
+    plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
     assert plan.action == "cut" and plan.pin_unit == 33 and plan.rewrite_tokens == 6000
 
 
