@@ -46,8 +46,14 @@ def answered(pipeline: Pipeline, ex: Exchange) -> None:
 
 
 def background(opts: Any, fut: asyncio.Future) -> None:
+    """Keep ``fut`` referenced until done; it counts as in flight for the trimmer (a first
+    sighting sent as it came is parsed and analysed here: its memory is freed only when this ends)."""
     opts._pending.add(fut)
     fut.add_done_callback(opts._pending.discard)
+    trimmer = getattr(opts, "trimmer", None)
+    if trimmer is not None:
+        trimmer.started()
+        fut.add_done_callback(lambda _f: trimmer.finished(0))
 
 
 def complete(pipeline: Pipeline, ex: Exchange, result: ResponseResult) -> None:

@@ -85,3 +85,36 @@ def test_the_next_request_on_the_connection_is_answered_while_the_previous_one_c
             server.stop()
             pool.shutdown(wait=False)
             completer.shutdown(wait=True)
+
+
+def test_a_completion_counts_as_in_flight_for_the_trimmer():
+    """A first sighting sent as it came is parsed and analysed in its completion: the memory it
+    frees is given back only if the trim waits for that completion, not just for the handler."""
+    from scalpel_desktop.proxy.trim import Trimmer
+
+    stage = SlowCompletion()
+    pool = ThreadPoolExecutor(max_workers=4)
+    completer = ThreadPoolExecutor(max_workers=1)
+    trimmer = Trimmer(min_bytes=1)
+    with running_emulator() as emu:
+        opts = ProxyOptions(upstream=lambda api: emu.url, pipeline=Chain([Identify(), stage]), executor=pool,
+                            completer=completer, trimmer=trimmer)
+        server = ProxyServer(lambda: build_app(opts), 0).start()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=BOUND_S)
+            assert _post(conn, "A", "one") == 200  # answered; its completion is held
+            pause = threading.Event()
+            for _ in range(10):  # the handler is done within this; the completion is not
+                pause.wait(0.05)
+                assert trimmer.in_flight == 1 and trimmer.trims == 0
+            stage.release.set()
+            for _ in range(300):
+                if trimmer.in_flight == 0:
+                    break
+                pause.wait(0.05)
+            assert trimmer.in_flight == 0
+        finally:
+            stage.release.set()
+            server.stop()
+            pool.shutdown(wait=False)
+            completer.shutdown(wait=True)
