@@ -98,3 +98,14 @@ class SessionBuilder:
 def file_text(path: str, lines: int, salt: str = "") -> str:
     """What Claude Code's Read returns: numbered lines."""
     return "".join(f"{i}\t{salt}line {i} of {path}: some code here = value_{i}\n" for i in range(1, lines + 1))
+
+
+def reread_session(session_id: str, turns: int = 6) -> SessionBuilder:
+    """``turns`` files each read, edited and read again: the first read of each is superseded."""
+    s = SessionBuilder(session_id=session_id)
+    for i in range(turns):
+        path = f"/home/user/proj/f{i}.py"
+        s.call("Read", {"file_path": path}, file_text(path, 150))
+        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated")
+        s.call("Read", {"file_path": path}, file_text(path, 150, salt="after"))
+    return s

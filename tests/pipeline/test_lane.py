@@ -13,7 +13,7 @@ from scalpel_desktop.pipeline.lane import LANE_MIN_BYTES
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.stage import build_surgery_stage
-from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text, reread_session
 from scalpel_desktop.tools.filter_stage import ToolFilterStage
 from scalpel_desktop.tools import removals
 from scalpel_desktop.tools.store import ToolStore
@@ -39,13 +39,7 @@ def _chain(tmp, name="l.db", lane=True, policy="death", filter_on=False, removed
 
 
 def _session(turns: int = 6) -> SessionBuilder:
-    s = SessionBuilder(session_id=SID)
-    for i in range(turns):
-        path = f"/home/user/proj/f{i}.py"
-        s.call("Read", {"file_path": path}, file_text(path, 150))
-        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated")
-        s.call("Read", {"file_path": path}, file_text(path, 150, salt="after"))
-    return s
+    return reread_session(SID, turns)
 
 
 def _request(body: bytes, at: float) -> ApiRequest:

@@ -17,7 +17,7 @@ from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.doom import is_stub
 from scalpel_desktop.surgery.remaining import History
 from scalpel_desktop.surgery.stage import build_surgery_stage
-from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text, reread_session
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.usage import Usage
@@ -36,13 +36,7 @@ def _chain(tmp, name="l.db", defer=True, policy="cold", history=None):
 
 
 def _session(turns: int = 6) -> SessionBuilder:
-    s = SessionBuilder(session_id=SID)
-    for i in range(turns):
-        path = f"/home/user/proj/f{i}.py"
-        s.call("Read", {"file_path": path}, file_text(path, 150))
-        s.call("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "updated")
-        s.call("Read", {"file_path": path}, file_text(path, 150, salt="after"))
-    return s
+    return reread_session(SID, turns)
 
 
 def _send(chain, body: bytes, at: float, done: bool = True) -> Exchange:
