@@ -111,20 +111,26 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     sup_on, dup_on, fail_on, snap_on = (k in kinds for k in KINDS[:4])
     carried = _carried(view, results, (kinds, failed_age, cwd))
     begin = carried.count if carried is not None else 0
-    facts: list[_Facts] = [None] * n  # type: ignore[list-item]
-    bash_cd_seen = False  # Bash `cd` anywhere makes relative Bash paths ambiguous.
-    for pos in range(n):
+    # Each result's facts (cached on the result; the carried prefix's are the very same objects,
+    # their calls in earlier units shared with it). Bash `cd` anywhere makes relative Bash paths ambiguous.
+    boundary = n  # the first result of the last unit: the next request shares what comes before
+    while boundary and results[boundary - 1].unit_index >= last_unit:
+        boundary -= 1
+    facts: list[_Facts] = carried.facts[:begin] if carried is not None else []
+    bash_cd_seen = cd_before = carried.cd_prefix if carried is not None else False  # (before: the boundary)
+    for pos in range(begin, n):
         r = results[pos]
         call = calls_get(r.id)
         f = r.__dict__.get("_doom_facts")
         if f is None or f._call is not call:
             f = _Facts(r, call)
             r.__dict__["_doom_facts"] = f
-        facts[pos] = f
+        facts.append(f)
         if f.has_cd:
             bash_cd_seen = True
+            cd_before = cd_before or pos < boundary
     if carried is not None and carried.cd_seen != bash_cd_seen:
-        carried, begin = None, 0  # scanned with (or without) a `cd` this history no longer has: anew
+        carried, begin = None, 0  # scanned without a `cd` this history now has: anew
 
     # For each result: when did it die, and of what (the earliest death wins, then
     # the kind listed first in KINDS)? pos -> (died_at_unit, index in KINDS). A failed
@@ -134,12 +140,9 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         st.died, st.open_reads, st.last_of_content, st.last_snapshot, st.pending_fail)
     died_get = died.get
     acc_key = (cwd, bash_cd_seen)  # _Facts.access's cache key
-    boundary = n  # the first result of the last unit: the next request shares what comes before
-    while boundary and results[boundary - 1].unit_index >= last_unit:
-        boundary -= 1
     for pos in range(begin, n):
         if pos == boundary:
-            view.for_next["doom"] = st.fork(pos, results)
+            view.for_next["doom"] = st.fork(pos, results, facts, cd_before)
         r = results[pos]
         f = facts[pos]
         u = r.unit_index
@@ -192,7 +195,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
             pending_fail.clear()
         # stale large: decided below, once tokens are known
     if boundary == n:
-        view.for_next["doom"] = st.fork(n, results)
+        view.for_next["doom"] = st.fork(n, results, facts, cd_before)
     view.from_previous = None  # (used: not kept alive beside this view's own)
 
     protected_from = max(0, n - keep_recent)
@@ -223,22 +226,30 @@ class _Scan:
     results (``previous``), and forked (its tables copied, its lists shared and never appended to)
     so that either can go on without disturbing the other."""
 
-    __slots__ = ("key", "cd_seen", "count", "last", "died", "open_reads", "last_of_content", "last_snapshot",
-                 "pending_fail")
+    __slots__ = ("key", "cd_seen", "count", "last", "results", "facts", "cd_prefix", "died", "open_reads",
+                 "last_of_content", "last_snapshot", "pending_fail")
 
     def __init__(self, key: Any, cd_seen: bool):
-        self.key, self.cd_seen = key, cd_seen
+        self.key, self.cd_seen = key, cd_seen  # cd_seen: whether the paths were read as after a `cd`
         self.count, self.last = 0, None
+        self.results: list = []  # the first ``count`` results, and their facts
+        self.facts: list = []
+        self.cd_prefix = False  # a `cd` among those results
         self.died: dict[int, tuple[int, int]] = {}
         self.open_reads: dict[str, list[tuple[int, _Access]]] = {}  # reads waiting to be superseded
         self.last_of_content: dict[Any, int] = {}
         self.last_snapshot: dict[str, int] = {}
         self.pending_fail: list[int] = []  # failed results no later call has succeeded after yet
 
-    def fork(self, count: int | None = None, results: Any = None) -> "_Scan":
+    def fork(self, count: int | None = None, results: Any = None, facts: Any = None,
+             cd_prefix: bool = False) -> "_Scan":
         other = _Scan(self.key, self.cd_seen)
-        other.count, other.last = (self.count, self.last) if count is None else \
-            (count, results[count - 1] if count else None)
+        if count is None:
+            other.count, other.last, other.cd_prefix = self.count, self.last, self.cd_prefix
+            other.results, other.facts = self.results, self.facts
+        else:
+            other.count, other.last = count, results[count - 1] if count else None
+            other.results, other.facts, other.cd_prefix = results[:count], facts[:count], cd_prefix
         other.died, other.open_reads = dict(self.died), dict(self.open_reads)
         other.last_of_content, other.last_snapshot = dict(self.last_of_content), dict(self.last_snapshot)
         other.pending_fail = list(self.pending_fail)
@@ -246,11 +257,13 @@ class _Scan:
 
 
 def _carried(view: ConversationView, results: list, key: Any) -> _Scan | None:
-    """The previous request's scan, when this view holds the very results it covered."""
+    """The previous request's scan, when this view holds the very results it covered (every one
+    the same object: a result re-written since, a stub re-applied anew, is read afresh)."""
     got = (view.from_previous or {}).get("doom")
     if not isinstance(got, _Scan) or got.key != key or got.count > len(results):
         return None
-    if got.count and results[got.count - 1] is not got.last:
+    if got.count and (results[got.count - 1] is not got.last
+                      or any(a is not b for a, b in zip(results, got.results))):
         return None
     return got
 

@@ -276,14 +276,16 @@ class SurgeryStage:
 
     def _remember(self, ckey: Any, raw: bytes, layout: Layout, view: Any, sent: bytes | None,
                   sent_hashes: list, positions: list) -> None:
-        shift: list[int] = []
-        acc = 0
+        sizes = layout.sizes
+        shift = [0] * len(sizes)  # unchanged before the first message a stub went into
         touched = {unit for *_, unit in positions}
-        msgs = view.doc["messages"]
-        for i, size in enumerate(layout.sizes):
-            if i in touched:
-                acc += len(dumps(msgs[i])) - size
-            shift.append(acc)
+        if touched:
+            acc = 0
+            msgs = view.doc["messages"]
+            for i in range(min(touched), len(sizes)):
+                if i in touched:
+                    acc += len(dumps(msgs[i])) - sizes[i]
+                shift[i] = acc
         out = sent if sent is not None else raw
         if not shift or layout.ends[-1] + shift[-1] >= len(out) or out[layout.ends[-1] + shift[-1]] != CLOSE:
             return  # the sent body is not laid out as expected: no reuse next time
