@@ -87,3 +87,26 @@ def test_same_spans_on_grown_real_conversations(growth):
             same(view, cfg)
         prev = view
         conv.add_turn()
+
+
+def test_a_resumed_scan_agrees_where_a_result_s_call_appears_only_later():
+    """A result with no call before it (a body no API would take, but one the proxy may be shown)
+    whose call turns up in a later message: a view names a result from the calls before it, so it
+    stays nameless and uncut, and the scan resumed over it answers as the reference does."""
+    def result(tid, text):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": text}]}
+
+    def use(tid, path):
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Read",
+                                                  "input": {"file_path": path}}]}
+
+    big = "x = 1\n" * 400
+    msgs = [{"role": "user", "content": "go"}, result("toolu_a", big), {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "more"}]
+    v1 = view_for("messages", {"model": "m", "messages": msgs})
+    same(v1, CONFIGS[3])
+    later = msgs + [use("toolu_a", "/p/f.py"), result("toolu_b", big), use("toolu_c", "/p/f.py"),
+                    result("toolu_c", big + "y"), {"role": "user", "content": "next"}]
+    v2 = view_for("messages", {"model": "m", "messages": later}, previous=v1)
+    assert v2.reused_units > 0
+    same(v2, CONFIGS[3])
