@@ -1,8 +1,9 @@
 """The first-sighting lane: a large body no stage would change goes out before any stage looks at it.
 
-A first sighting never cuts on a guess (``surgery/first_sighting.py``): all
+A first sighting is never cut on a guess (``surgery/first_sighting.py``): all
 its request path can need is the re-application of logged cuts, a free cut
-in its last message, or the tool filter's pin. When every stage that could
+in its last message, a warm cut that costs less than the reads it saves at
+once, or the tool filter's pin. When every stage that could
 act on the request says, from the body's skeleton alone (``wire/skeleton.py``),
 that it would leave it unchanged (``may_defer``), the chain hands back an
 exchange that sends the original bytes and has done nothing else: no parse

@@ -8,6 +8,8 @@ and records after the response exactly what the full path would have.
 
 from __future__ import annotations
 
+import pytest
+
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.exchange import ApiRequest, Exchange, ResponseResult
 from scalpel_desktop.pipeline.chain import Chain
@@ -114,41 +116,20 @@ def _assert_the_full_path_agrees(tmp_path, body, ex, stage, **chain_kw):
     assert stage.economist.conversations[key] == fstage.economist.conversations[key]
 
 
-def test_under_death_a_first_sighting_with_no_turns_to_earn_on_goes_out_at_once(tmp_path):
-    """A warm policy prices a cut of an unknown conversation at its worst case over the turns it
-    has left; with none (a fresh install's prior) no warm cut can repay: sent as it came, and the
-    record after the response is the full path's, figures (the dead results found) included."""
+@pytest.mark.parametrize("history", [None, History.of([200] * 10), History.of([3] * 10)],
+                         ids=["no turns to earn on", "long conversations", "short conversations"])
+def test_under_death_a_first_sighting_goes_out_at_once_and_the_full_path_agrees(tmp_path, history):
+    """A warm policy prices a cut of an unknown conversation at its worst case, nothing read, over
+    the turns it has left. With none (a fresh install's prior) no warm cut can repay. With a ledger
+    saying conversations go on for long, the worst case would repay here (most of this small prompt
+    is superseded reads), but a conversation seen for the first time has surely saved nothing yet:
+    its risk budget covers no rewrite that costs more than the reads it saves at once
+    (surgery/payback.py). With too few turns, the worst case does not repay. Each time the body goes
+    out as it came, is analysed after the answer, and the full path, run on the request, agrees to
+    the byte and the figure."""
     body = dumps(_session().body())
-    chain, stage = _chain(tmp_path, policy="death")
+    chain, stage = _chain(tmp_path, policy="death", history=history)
     ex = _send(chain, body, 1000.0, done=False)
     assert ex.analyse_later and ex.surgery is None and ex.body_to_send() is body
     chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
-
-    _assert_the_full_path_agrees(tmp_path, body, ex, stage)
-
-
-def test_under_death_a_first_sighting_is_not_cut_even_where_its_worst_case_would_repay(tmp_path):
-    """With a ledger saying conversations go on for long, a worst-case warm cut would repay here (most
-    of this small prompt is superseded reads), but for a conversation seen for the first time the
-    break and the prefix it shares with a live cache are both its last message: a warm cut below it
-    has no pin to bound its rewrite (surgery/payback.py). It goes out as it came, analysed after the
-    answer, and the full path, run on the request, agrees to the byte and the figure."""
-    long_ones = History.of([200] * 10)
-    body = dumps(_session().body())
-    chain, stage = _chain(tmp_path, policy="death", history=long_ones)
-    ex = _send(chain, body, 1000.0, done=False)
-    assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
-    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
-    _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=long_ones)
-
-
-def test_under_death_a_first_sighting_whose_plan_does_not_cut_goes_out_at_once(tmp_path):
-    """Turns to earn on, but too few for the worst case to repay: the body goes out as it came and
-    the full record follows the answer."""
-    short_ones = History.of([3] * 10)
-    body = dumps(_session().body())
-    chain, stage = _chain(tmp_path, policy="death", history=short_ones)
-    ex = _send(chain, body, 1000.0, done=False)
-    assert ex.analyse_later and ex.body_to_send() is body and ex.surgery is None
-    chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
-    _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=short_ones)
+    _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=history)
