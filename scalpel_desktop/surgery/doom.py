@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from scalpel_desktop.accounting.tokens import estimate_tokens
 from scalpel_desktop.surgery.file_access import FILE_WRITERS, _Access, bash_read, file_access  # noqa: F401 (bash_read re-exported)
@@ -86,6 +86,31 @@ def is_snapshot_tool(name: str) -> bool:
 # -- the analysis ---------------------------------------------------------------
 
 
+class DoomLimits(NamedTuple):
+    kinds: frozenset[str]
+    keep_recent: int
+    failed_age: int
+    stale_min: int
+    stale_age: int
+    min_cut: int
+    cut_mcp: bool
+
+
+def doom_limits(config_like: Any = None, tier: int | None = None) -> DoomLimits:
+    """The settings the rules read (``tier`` None: the configured one)."""
+    if tier is None:
+        tier = int(_setting(config_like, "tier"))
+    return DoomLimits(
+        TIER_KINDS.get(int(tier), TIER_KINDS[2]),
+        int(_setting(config_like, "keep_recent")),
+        int(_setting(config_like, "failed_age_messages")),
+        int(_setting(config_like, "stale_min_tokens")),
+        int(_setting(config_like, "stale_age_messages")),
+        max(int(_setting(config_like, "min_cut_tokens")), 2 * STUB_TOKENS),
+        bool(_setting(config_like, "cut_mcp_results")),
+    )
+
+
 def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int | None = None) -> list[DoomSpan]:
     """Every dead, unprotected tool result of ``view``, in history order.
 
@@ -93,15 +118,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     calls and allocations; tests/surgery/test_doom_fast.py checks the answers
     against the plain form of the same rules (tests/surgery/doom_reference.py).
     """
-    if tier is None:
-        tier = int(_setting(config_like, "tier"))
-    kinds = TIER_KINDS.get(int(tier), TIER_KINDS[2])
-    keep_recent = int(_setting(config_like, "keep_recent"))
-    failed_age = int(_setting(config_like, "failed_age_messages"))
-    stale_min = int(_setting(config_like, "stale_min_tokens"))
-    stale_age = int(_setting(config_like, "stale_age_messages"))
-    min_cut = max(int(_setting(config_like, "min_cut_tokens")), 2 * STUB_TOKENS)
-    cut_mcp = bool(_setting(config_like, "cut_mcp_results"))
+    kinds, keep_recent, failed_age, stale_min, stale_age, min_cut, cut_mcp = doom_limits(config_like, tier)
 
     results = view.tool_results
     n = len(results)
@@ -130,7 +147,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
             bash_cd_seen = True
             cd_before = cd_before or pos < boundary
     if carried is not None and carried.cd_seen != bash_cd_seen:
-        carried, begin = None, 0  # scanned without a `cd` this history now has: anew
+        carried, begin = None, 0  # its paths were read under another `cd` history than this one's: anew
 
     # For each result: when did it die, and of what (the earliest death wins, then
     # the kind listed first in KINDS)? pos -> (died_at_unit, index in KINDS). A failed
@@ -226,12 +243,12 @@ class _Scan:
     results (``previous``), and forked (its tables copied, its lists shared and never appended to)
     so that either can go on without disturbing the other."""
 
-    __slots__ = ("key", "cd_seen", "count", "last", "results", "facts", "cd_prefix", "died", "open_reads",
+    __slots__ = ("key", "cd_seen", "count", "results", "facts", "cd_prefix", "died", "open_reads",
                  "last_of_content", "last_snapshot", "pending_fail")
 
     def __init__(self, key: Any, cd_seen: bool):
         self.key, self.cd_seen = key, cd_seen  # cd_seen: whether the paths were read as after a `cd`
-        self.count, self.last = 0, None
+        self.count = 0
         self.results: list = []  # the first ``count`` results, and their facts
         self.facts: list = []
         self.cd_prefix = False  # a `cd` among those results
@@ -245,11 +262,9 @@ class _Scan:
              cd_prefix: bool = False) -> "_Scan":
         other = _Scan(self.key, self.cd_seen)
         if count is None:
-            other.count, other.last, other.cd_prefix = self.count, self.last, self.cd_prefix
-            other.results, other.facts = self.results, self.facts
+            other.count, other.results, other.facts, other.cd_prefix = self.count, self.results, self.facts, self.cd_prefix
         else:
-            other.count, other.last = count, results[count - 1] if count else None
-            other.results, other.facts, other.cd_prefix = results[:count], facts[:count], cd_prefix
+            other.count, other.results, other.facts, other.cd_prefix = count, results[:count], facts[:count], cd_prefix
         other.died, other.open_reads = dict(self.died), dict(self.open_reads)
         other.last_of_content, other.last_snapshot = dict(self.last_of_content), dict(self.last_snapshot)
         other.pending_fail = list(self.pending_fail)
@@ -262,8 +277,7 @@ def _carried(view: ConversationView, results: list, key: Any) -> _Scan | None:
     got = (view.from_previous or {}).get("doom")
     if not isinstance(got, _Scan) or got.key != key or got.count > len(results):
         return None
-    if got.count and (results[got.count - 1] is not got.last
-                      or any(a is not b for a, b in zip(results, got.results))):
+    if any(a is not b for a, b in zip(results, got.results)):
         return None
     return got
 

@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.config import setting as _setting
-from scalpel_desktop.surgery.doom import KINDS, STUB_TOKENS, TIER_KINDS, DoomSpan, _facts
+from scalpel_desktop.surgery.doom import KINDS, DoomSpan, _facts, doom_limits
 from scalpel_desktop.surgery.file_access import _Access
 from scalpel_desktop.wire.view import ConversationView
 
 
 def reference_doom_spans(view: ConversationView, config_like: Any = None, tier: int | None = None) -> list[DoomSpan]:
     """Every dead, unprotected tool result of ``view``, in history order."""
-    if tier is None:
-        tier = int(_setting(config_like, "tier"))
-    kinds = TIER_KINDS.get(int(tier), TIER_KINDS[2])
-    keep_recent = int(_setting(config_like, "keep_recent"))
-    failed_age = int(_setting(config_like, "failed_age_messages"))
-    stale_min = int(_setting(config_like, "stale_min_tokens"))
-    stale_age = int(_setting(config_like, "stale_age_messages"))
-    min_cut = max(int(_setting(config_like, "min_cut_tokens")), 2 * STUB_TOKENS)
-    cut_mcp = bool(_setting(config_like, "cut_mcp_results"))
+    kinds, keep_recent, failed_age, stale_min, stale_age, min_cut, cut_mcp = doom_limits(config_like, tier)
 
     results = view.tool_results
     last_unit = len(view.units) - 1
