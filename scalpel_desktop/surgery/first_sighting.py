@@ -34,7 +34,7 @@ from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.remaining import horizon
 from scalpel_desktop.surgery.warm_bound import no_warm_cut_pays
-from scalpel_desktop.wire.cache_rules import message_ttl_s
+from scalpel_desktop.wire.cache_rules import MARKED_TAIL, message_ttl_s
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import too_deep
@@ -97,7 +97,7 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool:
             return False
         if not pol.warm:
             return True
-        ttl = message_ttl_s("messages", skeleton.with_last(3))
+        ttl = message_ttl_s("messages", skeleton.with_last(MARKED_TAIL))
         tokens = estimate_tokens_bytes(len(request.body))  # what Identify will say
         if not warm_cut_possible(stage, skeleton.model, ttl, tokens):
             return True

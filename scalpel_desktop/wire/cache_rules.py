@@ -48,6 +48,10 @@ def _marker_ttls(blocks: Any, out: list[str]) -> None:
             _marker_ttls(inner, out)
 
 
+# How many of a body's last messages ``message_ttl_s`` reads for their markers.
+MARKED_TAIL = 3
+
+
 def message_ttl_s(endpoint: str, doc: dict) -> float:
     """The TTL of the entries a cut touches (the messages'); when unsure, the longer.
 
@@ -62,7 +66,7 @@ def message_ttl_s(endpoint: str, doc: dict) -> float:
     if isinstance(auto, dict):
         ttls.append(marker_ttl(auto))
     msgs = doc.get("messages") or []
-    for m in msgs[-3:]:
+    for m in msgs[-MARKED_TAIL:]:
         if isinstance(m, dict):
             _marker_ttls(m.get("content"), ttls)
     if not ttls:
