@@ -50,7 +50,7 @@ def background(opts: Any, fut: asyncio.Future) -> None:
     sighting sent as it came is parsed and analysed here: its memory is freed only when this ends)."""
     opts._pending.add(fut)
     fut.add_done_callback(opts._pending.discard)
-    trimmer = getattr(opts, "trimmer", None)
+    trimmer = opts.trimmer
     if trimmer is not None:
         trimmer.started()
         fut.add_done_callback(lambda _f: trimmer.finished(0))
