@@ -66,16 +66,20 @@ def block_bytes(block: Any) -> int:
 
 
 class ByteCounter:
-    """Bytes per transcript line (cached: a line object is shared by every request holding it)."""
+    """Bytes per transcript line (cached: a line object is shared by every request holding it).
+
+    Keyed by the line's ``id``, so each entry keeps its line alive: a line freed while its entry
+    stayed would let a new line of another sequence take its id, and its byte counts (a counter
+    shared across sequences measured the next one with the last one's counts)."""
 
     def __init__(self) -> None:
-        self._blocks: dict[int, list[int]] = {}
+        self._blocks: dict[int, tuple[Line, list[int]]] = {}
 
     def blocks(self, ln: Line) -> list[int]:
         got = self._blocks.get(id(ln))
         if got is None:
-            got = self._blocks[id(ln)] = [block_bytes(b) for b in ln.blocks]
-        return got
+            got = self._blocks[id(ln)] = (ln, [block_bytes(b) for b in ln.blocks])
+        return got[1]
 
     def line(self, ln: Line) -> int:
         return sum(self.blocks(ln))
