@@ -255,12 +255,13 @@ class Economist:
         free = [c for c in candidates if c.unit_index >= brk.index]
         free_saving = sum(c.saving for c in free)
         plan.figures["free_tokens"] = free_saving
-        if pol.warm:
-            conv = self.conversations.get(shape.key)
+        conv = self.conversations.get(shape.key)
+        if pol.warm and conv is not None:
+            # A conversation never seen is warm until its cache state is known: no warm cut on a
+            # guess (SPEC 5). Its next request, its usage known, may make the cut this one would.
             warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
                                  self.history)
-            if conv is not None:
-                conv.dead_seen = frozenset(c.id for c in candidates)
+            conv.dead_seen = frozenset(c.id for c in candidates)
             if warm is not None:
                 return self._guard(shape, warm, brk)
         if free and free_saving >= batch_min:

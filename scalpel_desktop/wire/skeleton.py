@@ -66,11 +66,6 @@ class Skeleton:
         """One message parsed alone (as the full parse would give it)."""
         return loads(memoryview(self.spans[index]))
 
-    def with_last(self, n: int) -> dict:
-        """The top-level cache settings and the last ``n`` messages: what ``cache_rules.message_ttl_s``
-        reads of a body."""
-        return dict(self.head, messages=[self.message(i) for i in range(max(0, len(self) - n), len(self))])
-
     def roles(self) -> list[Any] | None:
         """Each message's role (a second scan of the body, done only when asked)."""
         try:

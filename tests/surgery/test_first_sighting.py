@@ -119,14 +119,11 @@ def _assert_the_full_path_agrees(tmp_path, body, ex, stage, **chain_kw):
 @pytest.mark.parametrize("history", [None, History.of([200] * 10), History.of([3] * 10)],
                          ids=["no turns to earn on", "long conversations", "short conversations"])
 def test_under_death_a_first_sighting_goes_out_at_once_and_the_full_path_agrees(tmp_path, history):
-    """A warm policy prices a cut of an unknown conversation at its worst case, nothing read, over
-    the turns it has left. With none (a fresh install's prior) no warm cut can repay. With a ledger
-    saying conversations go on for long, the worst case would repay here (most of this small prompt
-    is superseded reads), but a conversation seen for the first time has surely saved nothing yet:
-    its risk budget covers no rewrite that costs more than the reads it saves at once
-    (surgery/payback.py). With too few turns, the worst case does not repay. Each time the body goes
-    out as it came, is analysed after the answer, and the full path, run on the request, agrees to
-    the byte and the figure."""
+    """A warm policy never cuts a conversation it has never seen (SPEC 5: no cut on a guess), with
+    or without turns to earn on: a fresh install's prior, a ledger saying conversations go on for
+    long (the worst case would repay here: most of this small prompt is superseded reads), or one
+    saying they are short. Each time the body goes out as it came, is analysed after the answer,
+    and the full path, run on the request, agrees to the byte and the figure."""
     body = dumps(_session().body())
     chain, stage = _chain(tmp_path, policy="death", history=history)
     ex = _send(chain, body, 1000.0, done=False)

@@ -227,10 +227,12 @@ def test_payback_uses_the_cold_rule_when_the_break_makes_cuts_free():
 
 
 @pytest.mark.parametrize("policy", ["payback", "death"])
-def test_a_conversation_never_seen_is_warm_cut_only_when_the_cut_beats_its_reads_at_once(policy):
-    """What surgery/warm_bound.py rests on: no pin, an empty risk budget, so a warm cut of a
-    conversation never seen is made only when re-writing the rest costs no more than reading the
-    whole prompt (the tokens cut at least 1 - read/write of the region re-written)."""
+def test_a_conversation_never_seen_is_never_warm_cut_not_even_where_the_cut_beats_its_reads(policy):
+    """SPEC 5: a conversation seen for the first time is warm until its cache state is known, and
+    nothing is cut on a guess; so a first sighting goes out before anything parses it
+    (pipeline/lane.py), whatever the user's history. Even a cut that would cost less than the
+    reads it saves at once (nearly the whole prompt dead) waits: once the conversation is known,
+    the same cut is made by the same arithmetic, its empty risk budget covering no more."""
     from scalpel_desktop.surgery.remaining import History
 
     r = PriceTable.builtin().rates(OPUS)
@@ -239,9 +241,11 @@ def test_a_conversation_never_seen_is_warm_cut_only_when_the_cut_beats_its_reads
     s = _warm(n=42, tokens=1000, total=42 * 1000)
     assert e.natural_break(s).index == 41 and e.natural_break(s).reason == "first-seen"
     region = 41 * 1000  # all but the last message: nothing read, at worst
-    share = 1 - r.cache_read / r.write_5m
-    enough = int(region * share) + 30  # (the stub's 20 tokens come off the saving)
+    enough = int(region * (1 - r.cache_read / r.write_5m)) + 30  # (the stub's 20 tokens come off the saving)
     plan = e.decide(s, [Candidate("big", 5, enough, 20)])
+    assert plan.action == "unchanged" and not plan.cut_ids
+    sent(e, s)  # its usage known: a conversation the economist holds state for, nothing banked
+    later = _warm(n=43, at=30.0, tokens=1000, total=43 * 1000)
+    plan = e.decide(later, [Candidate("big", 5, enough + 1000, 20)])
     assert plan.action == "cut" and plan.figures["boundary"] == "worst-case" and plan.risk_usd <= 0
-    plan = e.decide(s, [Candidate("big", 5, enough - 200, 20)])
-    assert plan.action == "unchanged"
+    assert e.conversations[KEY].banked_usd == 0
