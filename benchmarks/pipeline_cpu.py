@@ -1,13 +1,15 @@
 """CPU of the shipped stages on the request path and after the answer, in-process.
 
-    python benchmarks/pipeline_cpu.py [--mode first|growing] [--growth reads|real] [--size 3]
+    python benchmarks/pipeline_cpu.py [--mode first|growing|evicted] [--growth reads|real] [--size 3]
                                       [--policy death] [--history N] [--rounds 20] [--profile]
 
 The stages ``assemble.default_stages`` builds (parse-reuse, identify, calibrate,
 tool inventory and filter, surgery; no ledger) on the bodies of
 ``benchmarks/proxy_overhead.py`` (the real Claude Code 2.1.332 capture grown to
 ``--size`` MB), one conversation warmed once, then ``--rounds`` first
-sightings (a new session of the same size) or growing turns. Thread CPU time
+sightings (a new session of the same size) or growing turns; ``evicted``: ten
+conversations warmed once each, then their growing turns in turn (each a
+known conversation the memo has dropped). Thread CPU time
 (``time.thread_time``: steadier than wall time on a shared machine; the tools'
 background writer and the pins worker are other threads, not counted) of
 ``process`` (the request path) and of ``complete`` (after the answer).
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--growth", choices=("reads", "real"), default="reads")
     ap.add_argument("--size", type=float, default=3.0, help="MB")
-    ap.add_argument("--mode", choices=("first", "growing"), default="first")
+    ap.add_argument("--mode", choices=("first", "growing", "evicted"), default="first")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--policy", default="", help="surgery policy (default: the shipped default)")
     ap.add_argument("--history", type=int, default=0, metavar="N")
@@ -77,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         chain.complete(ex, ResponseResult(200, Usage(cache_read=1000, input_tokens=10), 1, 1, at + 2))
         return ex, path, (time.thread_time() - c1) * 1000
 
-    send(conv.body(), conv.headers, t)
+    convs = [conv] + [Conversation(load_capture(), int(a.size * 1e6), f"{k + 2:06d}")
+                      for k in range(9 if a.mode == "evicted" else 0)]
+    for c in convs:
+        send(c.body(), c.headers, t)
     prof = cProfile.Profile() if a.profile else None
     paths, afters = [], []
     ex = None
@@ -86,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.mode == "first":
             body, headers = first_sighting(conv.body(), conv, i + 2)
         else:
-            conv.add_turn()
-            body, headers = conv.body(), conv.headers
+            c = convs[i % len(convs)]
+            c.add_turn()
+            body, headers = c.body(), c.headers
         if prof:
             prof.enable()
         ex, path, after = send(body, headers, t)

@@ -29,8 +29,9 @@ Claude Code 2.1.332 capture in ../shared/corpus/wire, grown to 100 KB, 1 MB,
 3 MB and 10 MB by appending the capture's own tool_use / tool_result pairs
 again, with fresh tool ids (many small messages: per-message work shows);
 ``--growth reads`` grows them with Read calls of 30 KB synthetic files instead.
-Modes (``overhead/modes.py``): growing, retry, first sighting, back to back,
-and first sighting back to back. "Added latency" is the time from the
+Modes (``overhead/modes.py``): growing, retry, first sighting, evicted (ten
+conversations in turn: each request a known conversation's next turn after
+the memo dropped it), back to back, and first sighting back to back. "Added latency" is the time from the
 client's send to the last byte of the answer it reads, minus the direct call
 of the same round; work a path does after the answer counts only where it
 delays a later request (the back to back modes send the next one at once;
@@ -46,9 +47,9 @@ streams per path (100 KB first sightings): errors and p99. Nothing is asserted.
 without the RSS and concurrency parts unless ``--rss`` / ``--concurrent`` ask
 for them; ``--rounds`` sets every cell's rounds; ``--set KEY=VALUE`` configures
 scalpel (``scalpel config set``) before it starts; ``--history N`` seeds its
-ledger with N past conversations (the warm policies, the default ``death``
-included, then analyse a first sighting on the request path: a fresh install
-has no history and sends it as it came).
+ledger with N past conversations (a user's own history: the warm policies
+then have turns to earn on; a first sighting still goes out as it came, as
+on a fresh install, since a conversation never seen is never cut on a guess).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a scalpel setting (repeatable)")
     ap.add_argument("--history", type=int, default=0, metavar="N",
                     help="seed scalpel's ledger with N past conversations of 100 requests (a user's own history: "
-                         "the warm policies then analyse a first sighting on the request path)")
+                         "the warm policies then have turns to earn on)")
     ap.add_argument("--py-spy", metavar="FILE", help="sample scalpel with py-spy during the cells (raw "
                     "collapsed stacks, GIL holders only) into FILE")
     add_serve_flags(ap)

@@ -5,7 +5,11 @@ Modes (each round sends every path the same body, who goes first rotating):
 - ``growing``: each request is the previous one plus one turn (Claude Code's normal);
 - ``retry``: the same body again;
 - ``first sighting``: a conversation never seen before (a new session id, same
-  size): a resume, a proxy restart, a conversation evicted from the memo;
+  size): a resume, a proxy restart;
+- ``evicted``: ``EVICTING`` conversations of that size in turn, each request the
+  next turn of one the proxy knows (its economist holds its state) but whose
+  remembered body and analysis the memo and parse-reuse have dropped for the
+  others (their budgets hold one or two such conversations, and eight at most);
 - ``back to back``: growing, with no idle wait between calls;
 - ``first sighting, back to back``: first sightings with no idle wait, so the
   work a path does after one answer overlaps the next request.
@@ -24,7 +28,8 @@ from __future__ import annotations
 from overhead.bodies import Conversation, first_sighting
 from overhead.paths import PathClient, cpu_ms, settle
 
-MODES = ("growing", "retry", "first sighting", "back to back", "first sighting, back to back")
+MODES = ("growing", "retry", "first sighting", "evicted", "back to back", "first sighting, back to back")
+EVICTING = 10  # more conversations than the memo keeps (8 at most), whatever their size
 
 
 def measure(paths: list[PathClient], mode: str, size: int, rounds: int, capture, tags) -> tuple[dict, dict, int]:
@@ -35,18 +40,21 @@ def measure(paths: list[PathClient], mode: str, size: int, rounds: int, capture,
     pids = [p.pid for p in paths]
     instant = mode.endswith("back to back")
     conv = Conversation(capture, size, next(tags))
-    body, headers = conv.body(), conv.headers
-    for p in paths:  # warm: every path has seen this conversation once
-        p.call(body, headers)
+    convs = [conv] + [Conversation(capture, size, next(tags)) for _ in range(EVICTING - 1 if mode == "evicted" else 0)]
+    for c in convs:
+        body, headers = c.body(), c.headers
+        for p in paths:  # warm: every path has seen each conversation once
+            p.call(body, headers)
     settle(pids)
     totals: dict[str, list[float]] = {p.name: [] for p in paths}
     cpu: dict[str, list[float]] = {p.name: [] for p in paths}
     to_answer: dict[str, list[float]] = {p.name: [] for p in paths}
     start = {p.name: cpu_ms(p.pid) for p in paths}
     for i in range(rounds):
-        if mode in ("growing", "back to back"):
-            conv.add_turn()
-            body, headers = conv.body(), conv.headers
+        if mode in ("growing", "back to back", "evicted"):
+            c = convs[i % len(convs)]  # evicted: the one seen longest ago
+            c.add_turn()
+            body, headers = c.body(), c.headers
         elif mode.startswith("first sighting"):
             body, headers = first_sighting(conv.body(), conv, int(next(tags)))
         for p in paths[i % len(paths):] + paths[: i % len(paths)]:  # rotate who goes first
