@@ -2,7 +2,9 @@
 
 Stages hand it small callables; a full queue drops the write (an inventory row
 is not worth slowing a request for) and counts the drop. ``flush`` waits until
-everything queued so far has run (tests, shutdown).
+everything queued so far has run (tests, shutdown); its own marker waits for
+room rather than being dropped, so a full queue that drains in time still
+flushes (it used to wait out its whole timeout and say it had not).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any, Callable
 
 log = logging.getLogger("scalpel.tools")
@@ -30,9 +33,14 @@ class BackgroundWriter:
             self.dropped += 1
 
     def flush(self, timeout: float = 10.0) -> bool:
+        """True once everything queued before the call has run, within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
         done = threading.Event()
-        self.submit(done.set)
-        return done.wait(timeout)
+        try:
+            self._q.put((done.set, ()), timeout=timeout)  # never from the request path: it may wait
+        except queue.Full:
+            return False
+        return done.wait(max(0.0, deadline - time.monotonic()))
 
     def close(self, timeout: float = 10.0) -> None:
         self.flush(timeout)

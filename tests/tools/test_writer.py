@@ -40,9 +40,21 @@ def test_a_full_queue_drops_the_write_and_counts_it():
     w.submit(lambda: None)  # dropped
     assert w.dropped == 2
     gate.set()
-    while not w._q.empty():  # flush's own marker would be dropped on a full queue
-        time.sleep(0.01)
     assert w.flush()
+    w.close()
+
+
+def test_flush_on_a_full_queue_waits_for_room_and_says_when_all_has_run():
+    w = BackgroundWriter(maxsize=1)
+    gate = threading.Event()
+    started = threading.Event()
+    ran = []
+    w.submit(lambda: (started.set(), gate.wait(10)))
+    assert started.wait(10)
+    w.submit(ran.append, "queued")  # the queue is full now
+    threading.Timer(0.2, gate.set).start()
+    assert w.flush(timeout=20)  # the old flush dropped its marker: False after all 20 s
+    assert ran == ["queued"]
     w.close()
 
 
