@@ -27,7 +27,7 @@ from scalpel_desktop.paths import dirs, home_relative
 from scalpel_desktop.service.autostart import choose_backend
 from scalpel_desktop.service.base import ServiceBackend, ServiceResult
 from scalpel_desktop.service.probe import base_url, health, is_scalpel_url, wait_healthy
-from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
+from scalpel_desktop.service.settings_file import ClaudeSettings, get_path, object_at
 
 FEATURE = "autopilot"
 KEY = ("env", "ANTHROPIC_BASE_URL")
@@ -165,13 +165,9 @@ def on(timeout: float = 30.0, backend: ServiceBackend | None = None, session_hoo
         rollback(f"the proxy did not answer its health check on 127.0.0.1:{port} within {timeout:g} s (logs: {log})")
 
     def edit(d: dict) -> dict:
-        prev = get_path(d, KEY, ClaudeSettings.MISSING)
-        env = d.get("env")
-        if not isinstance(env, dict):
-            env = {}
-            d["env"] = env
+        replaced = {KEY: get_path(d, KEY, ClaudeSettings.MISSING)}
+        env = object_at(d, "env", replaced)
         env["ANTHROPIC_BASE_URL"] = base_url(port)
-        replaced = {KEY: prev}
         # Claude Code switches tool search (deferred tools) off behind any
         # non-first-party base URL unless ENABLE_TOOL_SEARCH is set; scalpel
         # forwards tool_reference blocks untouched, so keep it on. Only when the

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from scalpel_desktop.service.settings_file import ClaudeSettings, get_path
+from scalpel_desktop.service.settings_file import ClaudeSettings, get_path, object_at
 
 HOOKS_FEATURE = "hooks"
 STATUSLINE_FEATURE = "statusline"
@@ -92,10 +92,8 @@ def install_hooks(settings: ClaudeSettings | None = None) -> dict:
 
     def edit(doc: dict) -> dict:
         _strip_ours(doc)
-        hooks = doc.get("hooks")
-        if not isinstance(hooks, dict):
-            hooks = {}
-            doc["hooks"] = hooks
+        replaced: dict = {}
+        hooks = object_at(doc, "hooks", replaced)
         for event, (matcher, arg) in HOOK_EVENTS.items():
             group: dict = {}
             if matcher:
@@ -104,7 +102,7 @@ def install_hooks(settings: ClaudeSettings | None = None) -> dict:
             group["hooks"] = [{"type": "command", "command": command_for(arg), "timeout": timeout}]
             existing = hooks.get(event)
             hooks[event] = (existing if isinstance(existing, list) else []) + [group]
-        return {}
+        return replaced
 
     return settings.apply(HOOKS_FEATURE, edit)
 

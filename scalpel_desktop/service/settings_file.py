@@ -77,6 +77,27 @@ def _set_path(doc: dict, keys: tuple[str, ...], value: Any) -> None:
     else:
         cur[keys[-1]] = value
 
+class _Container:
+    """A recorded previous value that scalpel replaced by an object to put its keys in."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+def object_at(doc: dict, key: str, replaced: dict[tuple[str, ...], Any]) -> dict:
+    """The object at top-level ``key``, made one where none is. A value that was there but is
+    not an object (``"env": null``) is recorded in ``replaced``, so that ``restore`` puts it back
+    once what scalpel added is gone (and only then: an object the user has filled since stays)."""
+    cur = doc.get(key, _MISSING)
+    if isinstance(cur, dict):
+        return cur
+    if cur is not _MISSING:
+        replaced.setdefault((key,), _Container(cur))
+    made: dict = {}
+    doc[key] = made
+    return made
+
 def _prune_empty(doc: dict, keys: tuple[str, ...], keep: dict | None = None) -> None:
     """Remove containers along ``keys`` left empty by a removal (innermost first), but one
     that was just as empty before scalpel's first change (``keep``: that file, when recorded)."""
@@ -186,7 +207,10 @@ class ClaudeSettings:
         for keys, prev in replaced.items():
             name = "\x1f".join(keys)
             if name not in mine:
-                mine[name] = {"absent": True} if prev is _MISSING else {"value": prev}
+                if isinstance(prev, _Container):
+                    mine[name] = {"value": prev.value, "container": True}
+                else:
+                    mine[name] = {"absent": True} if prev is _MISSING else {"value": prev}
         if not mine:
             mine["_touched"] = {"marker": True}
         if doc != original_doc:
@@ -204,15 +228,20 @@ class ClaudeSettings:
         before = self.read_raw()
         doc = {} if before is None else parse_settings(before, self.path)
         base_doc = self._baseline_doc(recs)
-        for name, prev in (mine or {}).items():
+        if extra_edit is not None:
+            extra_edit(doc)
+        # Deeper keys first: a container scalpel replaced (``object_at``) goes back after its keys.
+        for name, prev in sorted((mine or {}).items(), key=lambda kv: -kv[0].count("\x1f")):
             if name.startswith("_"):
                 continue
             keys = tuple(name.split("\x1f"))
-            _set_path(doc, keys, _MISSING if prev.get("absent") else prev.get("value"))
+            value = _MISSING if prev.get("absent") else prev.get("value")
+            now = get_path(doc, keys, _MISSING)
+            if prev.get("container") and isinstance(now, dict) and now:
+                continue  # the object scalpel made, filled by the user since: theirs now, kept
+            _set_path(doc, keys, value)
             if prev.get("absent"):
                 _prune_empty(doc, keys, keep=base_doc)
-        if extra_edit is not None:
-            extra_edit(doc)
         had = feature in features or "baseline" in recs
         features.pop(feature, None)
         # no file and nothing to put in one: leave it absent (an uninstall never creates settings.json)

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import assume, example, given, settings as hsettings, strategies as st
+from hypothesis import example, given, settings as hsettings, strategies as st
 
-from scalpel_desktop.service.settings_file import ClaudeSettings, SettingsError, get_path
+from scalpel_desktop.service.settings_file import ClaudeSettings, SettingsError, get_path, object_at
 
 ORIGINAL = b'{\n    "model": "opus",\n    "env": {"FOO": "b\\u00e4r"},\n    "permissions": {"allow": []}\n}'
 
 
 def _set_url(doc):
-    prev = get_path(doc, ("env", "ANTHROPIC_BASE_URL"), ClaudeSettings.MISSING)
-    doc.setdefault("env", {})["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:4242"
-    return {("env", "ANTHROPIC_BASE_URL"): prev}
+    replaced = {("env", "ANTHROPIC_BASE_URL"): get_path(doc, ("env", "ANTHROPIC_BASE_URL"), ClaudeSettings.MISSING)}
+    object_at(doc, "env", replaced)["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:4242"
+    return replaced
 
 
 def test_apply_then_restore_gives_the_bytes_back(isolated_home):
@@ -104,11 +104,11 @@ json_values = st.recursive(
 
 
 @example(doc={"env": {}}, indent=None)  # regression: the user's empty "env" was pruned with scalpel's key
+@example(doc={"env": None}, indent=2)  # regression: a null "env" came back as {} (or not at all)
+@example(doc={"env": "x", "statusLine": None}, indent=None)
 @hsettings(max_examples=40, deadline=None)
 @given(doc=st.dictionaries(st.text(max_size=8), json_values, max_size=5), indent=st.sampled_from([None, 2, 4, "\t"]))
 def test_round_trip_is_byte_exact_for_any_settings(tmp_path_factory, doc, indent):
-    # an "env" that is not an object (null, a string) is replaced by one and not put back: left open
-    assume(isinstance(doc.get("env", {}), dict))
     d = tmp_path_factory.mktemp("s")
     s = ClaudeSettings(d / "settings.json", d / "records.json")
     raw = json.dumps(doc, indent=indent).encode()
@@ -118,3 +118,21 @@ def test_round_trip_is_byte_exact_for_any_settings(tmp_path_factory, doc, indent
     s.restore("autopilot")
     s.restore("statusline")
     assert s.path.read_bytes() == raw
+
+
+def test_a_replaced_non_object_comes_back_only_when_nothing_of_the_users_is_in_it(isolated_home):
+    """``"env": null`` is replaced by an object to hold scalpel's key, and put back when that key
+    goes; but a key the user added to that object meanwhile keeps the object (theirs now)."""
+    s = ClaudeSettings()
+    s.path.parent.mkdir(parents=True)
+    raw = b'{"env": null, "model": "opus"}'
+    s.path.write_bytes(raw)
+    s.apply("autopilot", _set_url)
+    assert json.loads(s.path.read_bytes())["env"] == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4242"}
+    assert s.restore("autopilot") and s.path.read_bytes() == raw
+    s.apply("autopilot", _set_url)
+    doc = json.loads(s.path.read_bytes())
+    doc["env"]["FOO"] = "1"  # the user's own, added while autopilot was on
+    s.path.write_text(json.dumps(doc))
+    s.restore("autopilot")
+    assert json.loads(s.path.read_bytes())["env"] == {"FOO": "1"}
