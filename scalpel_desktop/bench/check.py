@@ -12,6 +12,7 @@ fitted on a corpus. Sessions further off are listed with their error.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 TARGET_PCT = 2.0
@@ -55,8 +56,8 @@ def _pct(real: float, sim: float) -> float:
 
 
 def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if xs else 0.0
+    """The median (the mean of the two middle values for an even count; 0 for none)."""
+    return statistics.median(xs) if xs else 0.0
 
 
 def check_report(sessions) -> CheckReport:

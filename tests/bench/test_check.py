@@ -35,6 +35,8 @@ def test_the_target_is_inclusive_and_the_off_target_sessions_are_listed():
 def test_the_median_is_of_absolute_errors():
     rep = check_report([session("a", 100.0, 90.0), session("b", 100.0, 101.0), session("c", 100.0, 97.0)])
     assert rep.as_dict()["abs_error_pct_by_session_median"] == 3.0
+    even = check_report([session("a", 100.0, 90.0), session("b", 100.0, 101.0)])
+    assert even.as_dict()["abs_error_pct_by_session_median"] == 5.5  # not the upper middle, 10
 
 
 def test_a_free_session_has_no_error_and_no_sessions_no_figures():
