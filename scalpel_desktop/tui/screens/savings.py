@@ -16,6 +16,7 @@ from scalpel_desktop.tui.widgets.barchart import Bar, BarChart
 STYLE_TODAY = "bold #f5c542"
 STYLE_WEEK = "#3fb950"
 STYLE_MONTH = "#4a8fe7"
+CHART_TITLE = "Realized tokens saved per day, last 30 days"
 
 
 class SavingsView(Vertical):
@@ -25,12 +26,12 @@ class SavingsView(Vertical):
         with Horizontal(id="savings-cards"):
             for key, title in (("today", "Today"), ("week", "7 days"), ("month", "30 days")):
                 yield Static(title, id=f"savings-{key}", classes="card")
-        yield Static("Realized tokens saved per day, last 30 days", id="savings-chart-title", classes="subtitle")
+        yield Static(CHART_TITLE, id="savings-chart-title", classes="subtitle")
         yield BarChart(fmt.tokens_short, id="savings-chart")
         yield Static("", id="savings-notes", classes="detail")
 
     def show(self, data: SavingsData) -> None:
-        if data.missing:
+        if data.missing:  # the last figures stay until there are new ones (a locked ledger is passing)
             self.query_one("#savings-notes", Static).update(f"Nothing to show yet: {data.missing}.")
             return
         for key, period in zip(("today", "week", "month"), data.periods):
@@ -42,9 +43,9 @@ class SavingsView(Vertical):
             style = STYLE_TODAY if age == 0 else (STYLE_WEEK if age < 7 else STYLE_MONTH)
             bars.append(Bar(p.day[-2:], float(p.realized_tokens), style))
         self.query_one("#savings-chart", BarChart).set_bars(bars)
-        first = datetime.fromtimestamp(days[0].start).strftime("%b %d") if days else ""
+        since = f" since {datetime.fromtimestamp(days[0].start).strftime('%b %d')}" if days else ""
         self.query_one("#savings-chart-title", Static).update(Text.assemble(
-            "Realized tokens saved per day since ", first, "  ",
+            "Realized tokens saved per day", since, "  ",
             ("██", STYLE_TODAY), " today  ", ("██", STYLE_WEEK), " last 7 days  ", ("██", STYLE_MONTH),
             " older"))
         month = data.periods[-1]

@@ -101,4 +101,5 @@ async def test_no_assumed_prices_no_warning_and_no_days_no_bars():
         await settle(pilot)
         assert "assumed prices" not in text_of(app, "#savings-notes")
         assert app.query_one("#savings-chart", BarChart).bars == ()
+        assert text_of(app, "#savings-chart-title").startswith("Realized tokens saved per day  ")  # no "since "
         assert all(text_of(app, f"#savings-{k}") == card(p).plain for k, p in zip(("today", "week", "month"), PERIODS))
