@@ -5,6 +5,15 @@ their tokens, the read boundaries from the usage); an ``Arm`` keeps its own
 cache and unit chain and bills each request. The hooks (``before``,
 ``follows_usage``, ``ttl_for``) let an arm send requests of its own or ask
 another TTL (``bench/keepalive.py``).
+
+A follower (``follow``) is an arm that sends what its leader (the unmodified
+arm) sends until its first cut: while its cuts change nothing, its cache would
+hold exactly the leader's entries, so it takes the leader's bill of each
+request instead of billing it again. Its cuts of request k are found
+(``prepare``) before the leader bills k; the first that changes a unit hands
+it a copy of the leader's state as it stood before k, and it bills on its own
+from there. The same bills either way (tests/bench/test_arm.py); most of a
+stage arm's requests precede its first cut.
 """
 
 from __future__ import annotations
@@ -104,6 +113,46 @@ class Arm:
         self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
         self.own: set = set()  # chains this arm wrote (or was granted) itself
         self._reach: dict = {}  # cache key -> the most tokens any entry of it may hold
+        self.leader: Arm | None = None  # while following: the arm whose bills this one takes
+        self._prepared: tuple | None = None  # (k, cuts, cut_units) found by prepare()
+
+    # a follower (see the module docstring)
+    def follow(self, leader: "Arm") -> None:
+        """Take ``leader``'s bills while this arm's cuts change nothing; call ``prepare(k)``
+        before the leader's ``step(k)``, this arm's ``step(k)`` after it."""
+        if type(self) is not Arm or type(leader) is not Arm or leader.cuts_for is not None or self.bill.requests:
+            raise ValueError("only a fresh plain arm follows, and only the unmodified arm leads")
+        self.leader = leader
+
+    def prepare(self, k: int) -> None:
+        """This arm's cuts of request ``k`` (before its leader bills ``k``); a cut that changes
+        what it sends ends the following, with the leader's state as it is now."""
+        sim = self.sim
+        req = sim.seq.requests[k]
+        cuts = self.cuts_for(k, req) if self.cuts_for else None
+        units = sim.cut_units(k, cuts, self.free)
+        self._prepared = (k, cuts, units)
+        lead = self.leader
+        if lead is None:
+            return
+        if len(lead.bill.requests) != k:
+            raise RuntimeError("a follower's cuts are found before its leader bills the request")
+        base = sim._bases[k]
+        if units[0] is not base[0] or units[2] is not base[2]:
+            self._take_state(lead)
+
+    def _take_state(self, lead: "Arm") -> None:
+        """Become an arm of its own, with ``lead``'s cache, chain and bills as they are."""
+        cache = self.cache
+        cache.entries = {ek: Entry(e.ttl, e.expires, e.tokens) for ek, e in lead.cache.entries.items()}
+        cache._bills = lead.cache._bills
+        u, lu = self.units, lead.units
+        u.keys, u.tokens, u.pb = lu.keys, lu.tokens, lu.pb.copy()
+        self.own, self._reach, self.ttl = set(lead.own), dict(lead._reach), lead.ttl
+        if hasattr(lead, "roles"):
+            self.roles = lead.roles
+        self.bill.requests = list(lead.bill.requests)
+        self.leader = None
 
     # hooks for an arm that also sends requests of its own, or asks another TTL (bench/keepalive.py)
     def before(self, k: int, req: Request) -> None:
@@ -119,9 +168,24 @@ class Arm:
     def step(self, k: int) -> RequestBill:
         sim, cache = self.sim, self.cache
         req = sim.seq.requests[k]
+        lead = self.leader
+        if lead is not None:  # its cuts of k changed nothing (prepare): the leader's bill is its own
+            if self._prepared is None or self._prepared[0] != k or len(lead.bill.requests) != k + 1:
+                raise RuntimeError("a follower steps after prepare(k) and its leader's step(k)")
+            self._prepared = None
+            rb = lead.bill.requests[k]
+            self.bill.requests.append(rb)
+            if self.after is not None:
+                self.after(k, req, rb.sim)
+            return rb
         self.before(k, req)
-        cuts = self.cuts_for(k, req) if self.cuts_for else None
-        keys, roles, tokens, first = sim.cut_units(k, cuts, self.free)
+        got = self._prepared
+        if got is not None and got[0] == k:
+            cuts, (keys, roles, tokens, first) = got[1], got[2]
+        else:
+            cuts = self.cuts_for(k, req) if self.cuts_for else None
+            keys, roles, tokens, first = sim.cut_units(k, cuts, self.free)
+        self._prepared = None
         base = sim._bases[k]
         shared = sim._shared
         if shared is not None and shared[0] == k and keys is base[0] and shared[1] is not self.units:

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from scalpel_desktop.bench import keepalive, parallel
+from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
@@ -182,8 +183,19 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         if ceiling:
             order["ceiling"] = None
             arms["ceiling"] = sim.arm(DoomCuts(bodies.spans, stub, "ceiling"), free=True)
+        if share:  # an arm takes the unmodified arm's bills until its first cut (bench/arm.py)
+            for name, arm in arms.items():
+                if name != "off" and type(arm) is Arm:
+                    arm.follow(arms["off"])
         errors: dict[str, str] = {}
         for k in range(len(seq.requests)):
+            for name, arm in arms.items():
+                if arm.leader is None or name in errors:
+                    continue
+                try:
+                    arm.prepare(k)  # its cuts of k, before the unmodified arm bills k
+                except Exception as e:
+                    errors[name] = f"{type(e).__name__}: {e}"[:200]
             for name, arm in arms.items():
                 if name in errors:
                     continue
