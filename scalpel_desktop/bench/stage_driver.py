@@ -45,6 +45,7 @@ class SequenceBodies:
         self.config = config
         self.tier = tier
         self._msgs: dict[tuple, dict] = {}
+        self._msg_bytes: dict[int, tuple[dict, bytes]] = {}  # id(message) -> (it, its bytes): see _bytes
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
         self._layouts: dict[int, Any] = {}
@@ -67,8 +68,6 @@ class SequenceBodies:
         got = self._docs.get(k)
         if got is not None:
             return got
-        from scalpel_desktop.wire.jsoncodec import dumps
-
         req = self.seq.requests[k]
         marker: dict[str, Any] = {"type": "ephemeral"}
         if self._ttl[k] == "1h":
@@ -89,12 +88,33 @@ class SequenceBodies:
             "metadata": {"user_id": json.dumps({"session_id": self.seq.session_id})},
             "stream": True,
         }
-        got = self._docs[k] = (dumps(doc), doc)
+        got = self._docs[k] = (self._bytes(doc), doc)
         if k >= 2:  # the arms step in lockstep
             self._docs.pop(k - 2, None)
             self._spans.pop(k - 2, None)
             self._layouts.pop(k - 2, None)
         return got
+
+    def _bytes(self, doc: dict) -> bytes:
+        """``dumps(doc)``, each message serialized once for the sequence: the messages shared
+        with earlier requests are the same objects (``_messages``), and a compact list is
+        its items' bytes joined by commas (tests/bench/test_stage_driver.py checks the bytes)."""
+        from scalpel_desktop.wire.jsoncodec import dumps
+
+        head, mark, tail = dumps(dict(doc, messages=0)).partition(b'"messages":0')  # (a key: never in a string)
+        if not mark:
+            return dumps(doc)
+        cache = self._msg_bytes
+        msgs = doc["messages"]
+        parts = []
+        for m in msgs[:-1]:  # (the last is this request's own copy: it carries the marker)
+            got = cache.get(id(m))
+            if got is None or got[0] is not m:
+                got = cache[id(m)] = (m, dumps(m))  # (held: its id stays its own)
+            parts.append(got[1])
+        if msgs:
+            parts.append(dumps(msgs[-1]))
+        return b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))
 
     def hints(self, sim: SequenceSimulator) -> list[int | None]:
         """The hinted arms' break of every request (``rewrite_hints``), found once."""

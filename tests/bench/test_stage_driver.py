@@ -257,3 +257,22 @@ def test_a_rewritten_body_is_named_by_what_it_replaced_whatever_the_order(tmp_pa
     c.replace_result_content(ids[1], [{"type": "text", "text": "stub " + ids[1]}])
     assert replacements(a) == replacements(b) and a.serialize() == b.serialize()
     assert replacements(c) != replacements(a) and c.serialize() != a.serialize()
+
+
+def test_each_body_is_its_documents_compact_json_though_its_messages_are_serialized_once():
+    from scalpel_desktop.bench.reader import iter_sequences, read_corpus
+    from scalpel_desktop.wire.jsoncodec import dumps
+    from tests.support import corpus_dir
+
+    seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts", "claude-code-log",
+                                                             "-Users-dain-workspace-JSSoundRecorder")))
+            if len(s.requests) >= 2]
+    checked = reused = 0
+    for seq in seqs:
+        bodies = SequenceBodies(seq, CFG, 2)
+        for k in range(len(seq.requests)):
+            raw, doc = bodies.doc(k)
+            assert raw == dumps(doc)
+            checked += 1
+        reused += len(bodies._msg_bytes)
+    assert checked > 20 and reused > 0  # the bytes of earlier requests' messages were taken
