@@ -9,7 +9,7 @@ the doom analysis of each body (a pure function of its content, the tier and
 the config), memoised for every arm and for the bench's own ``naive`` and
 ``ceiling`` arms. So are its layout (``ex.layout``, as parse-reuse hands it
 over), its request shape and the verdicts on its rewrites
-(:class:`_SharedBodyStage`); ``share=False`` gives every arm its own.
+(``bench/shared_stage.py``); ``share=False`` gives every arm its own.
 
 The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
@@ -22,7 +22,6 @@ it: their saving needs no break inferred from the usage.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import os
 import shutil
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scalpel_desktop.surgery.stage import SurgeryStage
+from scalpel_desktop.bench.shared_stage import SharedBodyStage
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
@@ -51,8 +51,8 @@ class SequenceBodies:
         self._layouts: dict[int, Any] = {}
         self._hints: list[int | None] | None = None
         self._last: tuple | None = None  # (history, its messages, where its last message starts)
-        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedBodyStage
-        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedBodyStage
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see SharedBodyStage
+        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt)
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -200,7 +200,7 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        kind = _SharedBodyStage if bodies.share else SurgeryStage
+        kind = SharedBodyStage if bodies.share else SurgeryStage
         self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
                           Economist(cfg, prices, history), prices)
         if bodies.share:
@@ -268,80 +268,6 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
-
-
-class _SharedBodyStage(SurgeryStage):
-    """The shipped stage, with what depends on a body alone found once for every arm:
-
-    * its request shape (region hashes, TTL, per-unit sizes, pinnable blocks), per warmth;
-      only what is the arm's own (the hashes of what it sent, its hint) is its own;
-    * a rewritten body, keyed by the original document and the results it replaced with
-      what (a view changes nothing else: the same replacements are the same bytes, so arms
-      that cut the same results send the same body): its bytes, the verdict on it
-      (``surgery/validate.rewrite_problem``: a function of the original document and the
-      rewritten one) and its results' first offsets (``surgery/offsets``)."""
-
-    shapes: dict[bool, tuple]
-    verdicts: dict
-
-    def _sent(self, view) -> list:
-        """[bytes, (verdict, what the API check learnt) or None, first result offsets or None]
-        of the body ``view`` rewrote."""
-        mine = self.verdicts
-        doc = view.original_doc
-        if mine.get("doc") is not doc:  # a new request: the last one's bodies go
-            mine.clear()
-            mine["doc"] = doc  # (held: its id stays its own)
-        key = replacements(view)
-        got = mine.get(key)
-        if got is None:
-            got = mine[key] = [view.serialize(), None, None]
-            mine[id(got[0])] = got  # (the bytes are held in it: their id stays theirs)
-        return got
-
-    def _serialize(self, view) -> bytes:
-        return self._sent(view)[0]
-
-    def _rewrite_problem(self, view, validated=None) -> str:
-        from scalpel_desktop.surgery.validate import _API_KNOWN, rewrite_problem
-
-        got = self._sent(view)
-        if got[1] is None:
-            problem = rewrite_problem(view, validated=validated)
-            got[1] = (problem, view.__dict__.get(_API_KNOWN))
-            return problem
-        problem, known = got[1]
-        if known is not None:  # what the API check learnt of these very messages (checked by identity)
-            view.__dict__[_API_KNOWN] = known
-        return problem
-
-    def _stub_positions(self, body, view, replayed, cuts) -> list:
-        from scalpel_desktop.surgery.offsets import first_result_offsets, stub_positions
-
-        got = self.verdicts.get(id(body))
-        if got is None or got[0] is not body or not (replayed or cuts):
-            return stub_positions(body, view, replayed, cuts)
-        if got[2] is None:
-            got[2] = first_result_offsets(body)
-        return stub_positions(body, view, replayed, cuts, first=got[2])
-
-    def _shape(self, ex, doc, ckey, model, hashes, layout, pol):
-        if ex.new_body is not None or doc is not ex.doc:  # a body this arm changed: its own shape
-            return super()._shape(ex, doc, ckey, model, hashes, layout, pol)
-        got = self.shapes.get(pol.warm)
-        if got is None or got[0] is not doc or got[1] is not ex.request.body:
-            shape = super()._shape(ex, doc, ckey, model, hashes, layout, pol)
-            self.shapes[pol.warm] = (doc, ex.request.body, shape)
-            return shape
-        return replace(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
-
-
-def replacements(view) -> tuple:
-    """What ``view`` replaced, in a canonical order: with its original document, what its
-    rewritten body is made of (the only write a view offers is a result's content)."""
-    from scalpel_desktop.wire.jsoncodec import dumps
-
-    return tuple(sorted((tid, c if isinstance(c, str) else dumps(c)) for tid, c in view.replaced.items()))
 
 
 def rewrite_at(sim: SequenceSimulator, k: int, req: Request) -> int | None:
