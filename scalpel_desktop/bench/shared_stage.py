@@ -13,8 +13,6 @@ memo, the hashes of what it sent) stays its own. Apart from ``stage_driver``
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from scalpel_desktop.surgery.stage import SurgeryStage
 
 
@@ -81,7 +79,18 @@ class SharedBodyStage(SurgeryStage):
             shape = super()._shape(ex, doc, ckey, model, hashes, layout, pol)
             self.shapes[pol.warm] = (doc, ex.request.body, shape)
             return shape
-        return replace(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
+        return _with(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
+
+
+def _with(shape, **fields):
+    """``dataclasses.replace(shape, **fields)`` for a RequestShape (a plain frozen dataclass:
+    no __post_init__, no slots), without running its __init__ again (a sixth of the time
+    the arms spent on their shapes)."""
+    out = object.__new__(type(shape))
+    d = out.__dict__
+    d.update(shape.__dict__)
+    d.update(fields)
+    return out
 
 
 def replacements(view) -> tuple:

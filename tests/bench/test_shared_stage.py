@@ -87,3 +87,18 @@ def test_a_rewritten_body_is_named_by_what_it_replaced_whatever_the_order(tmp_pa
     c.replace_result_content(ids[1], [{"type": "text", "text": "stub " + ids[1]}])
     assert replacements(a) == replacements(b) and a.serialize() == b.serialize()
     assert replacements(c) != replacements(a) and c.serialize() != a.serialize()
+
+
+def test_an_arms_shape_is_the_shared_one_with_its_own_fields_as_replace_would_make_it():
+    import dataclasses
+
+    from scalpel_desktop.bench.shared_stage import _with
+    from scalpel_desktop.surgery.plan import RequestShape
+
+    assert not hasattr(RequestShape, "__post_init__") and "__slots__" not in vars(RequestShape)  # what _with assumes
+    shared = RequestShape(key=("s", "a"), model="m", at=1.0, unit_hashes=(b"x",), unit_tokens=[3], free_markers=2)
+    mine = {"key": ("t", "b"), "model": "n", "unit_hashes": (b"y", b"z"), "rewrite_at": 4}
+    got = _with(shared, **mine)
+    assert got == dataclasses.replace(shared, **mine) and got != shared
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.model = "o"  # still frozen
