@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Entry, PrefixBuilder, PromptCache, min_cacheable_for
+from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Block, Entry, PromptCache, min_cacheable_for
 from scalpel_desktop.bench.reader import Request
 from scalpel_desktop.wire.usage import Usage
 
@@ -53,13 +53,40 @@ class SequenceBill:
         return sum(r.sim_cost for r in self.requests) + self.extra_cost
 
 
-class _Units:
-    """The unit list of the current request, kept in step with a PrefixBuilder."""
+class _Chain:
+    """The blocks of an arm's current request, each ``chain`` naming its whole prefix.
 
-    def __init__(self) -> None:
+    A chain is interned per sequence (``ids``, shared by its arms): (the previous
+    unit's chain, this unit's key, the role of the message it opens) -> a number. So
+    two prefixes have one chain exactly when they are the same units, as when the
+    chain hashed them (``PrefixBuilder.add_raw``, what this replaced), at a dict
+    look-up per unit instead of a hash of the unit's key."""
+
+    __slots__ = ("blocks", "ids")
+
+    def __init__(self, ids: dict, blocks: list | None = None):
+        self.ids = ids
+        self.blocks: list[Block] = blocks if blocks is not None else []
+
+    def copy(self) -> "_Chain":
+        return _Chain(self.ids, list(self.blocks))
+
+    def add(self, key: tuple, tokens: int, new_role: str | None) -> None:
+        blocks = self.blocks
+        link = (blocks[-1].chain if blocks else -1, key, new_role)
+        chain = self.ids.get(link)
+        if chain is None:
+            chain = self.ids[link] = len(self.ids)
+        blocks.append(Block(chain, tokens))
+
+
+class _Units:
+    """The unit list of the current request, kept in step with its chain."""
+
+    def __init__(self, ids: dict | None = None) -> None:
         self.keys: list[tuple] = []
         self.tokens: list[int] = []
-        self.pb = PrefixBuilder()
+        self.pb = _Chain(ids if ids is not None else {})
 
     def sync(self, keys: list[tuple], roles: list[str], tokens: list[int]) -> None:
         mine = self.keys
@@ -74,32 +101,17 @@ class _Units:
             while i < n and mine[i] == keys[i]:
                 i += 1
         if i < m:  # something earlier changed: the chain as it was after unit i - 1, then on from there
-            self.pb = _truncated(self.pb, i)
+            self.pb = self.pb.copy()
+            del self.pb.blocks[i:]
         blocks = self.pb.blocks
         if i and tokens[:i] != self.tokens[:i]:  # same identity, other tokens (a free cut)
             for j in range(i):
                 if blocks[j].tokens != tokens[j]:
                     blocks[j] = replace(blocks[j], tokens=tokens[j])
+        add = self.pb.add
         for j in range(i, len(keys)):
-            self._add(self.pb, j, keys, roles, tokens)
+            add(keys[j], tokens[j], roles[j] if j == 0 or roles[j] != roles[j - 1] else None)
         self.keys, self.tokens = keys, tokens
-
-    @staticmethod
-    def _add(pb: PrefixBuilder, j: int, keys, roles, tokens) -> None:
-        new_role = roles[j] if j == 0 or roles[j] != roles[j - 1] else None
-        pb.add_raw(repr(keys[j]).encode(), tokens[j], None, new_message_role=new_role)
-
-
-def _truncated(pb: PrefixBuilder, n: int) -> PrefixBuilder:
-    """``pb`` as it was after its first ``n`` blocks, without rehashing them: a unit chain
-    enters the messages section at its first unit (``_Units._add``), so after any unit the
-    builder holds that unit's chain and nothing pending, in the section it is in now."""
-    if n <= 0:
-        return PrefixBuilder()
-    out = pb.copy()
-    del out.blocks[n:]
-    out._chain, out._pending = bytes.fromhex(out.blocks[-1].chain), b""
-    return out
 
 
 class Arm:
@@ -108,7 +120,7 @@ class Arm:
     def __init__(self, sim, cuts_for, free: bool, after):
         self.sim, self.cuts_for, self.free, self.after = sim, cuts_for, free, after
         self.cache = PromptCache()
-        self.units = _Units()
+        self.units = _Units(sim.chain_ids)
         self.bill = SequenceBill(sim.seq.name, sim.model)
         self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
         self.own: set = set()  # chains this arm wrote (or was granted) itself

@@ -67,30 +67,29 @@ def test_a_cut_continues_the_chain_from_where_it_changed_as_a_fresh_build_would(
     keys = [("prefix", 100)] + [(i, 0) for i in range(8)]
     roles = ["system"] + ["user", "assistant"] * 4
     tokens = [100] + [10 * (i + 1) for i in range(8)]
-    units = _Units()
+    ids: dict = {}  # the sequence's chains (shared by its arms)
+    units = _Units(ids)
     units.sync(keys, roles, tokens)
+    uncut = list(units.pb.blocks)
     cut = list(keys)
     cut[4] = cut[4] + ("stub",)
     cut_tokens = list(tokens)
     cut_tokens[4] = 1
     units.sync(cut, roles, cut_tokens)  # unit 4 changed: the chain from there on is rebuilt
-    fresh = _Units()
+    fresh = _Units(ids)
     fresh.sync(cut, roles, cut_tokens)
     assert units.pb.blocks == fresh.pb.blocks
-    assert [b.chain for b in units.pb.blocks[:4]] == [b.chain for b in _built(keys, roles, tokens)[:4]]
+    assert units.pb.blocks[:4] == uncut[:4]
+    assert all(a.chain != b.chain for a, b in zip(units.pb.blocks[4:], uncut[4:]))  # a new prefix from unit 4 on
+    assert len({b.chain for b in units.pb.blocks + uncut}) == len(keys) + len(keys) - 4
     longer = cut + [(8, 0)]
     units.sync(longer, roles + ["user"], cut_tokens + [5])  # and it extends as a fresh build does
-    again = _Units()
+    again = _Units(ids)
     again.sync(longer, roles + ["user"], cut_tokens + [5])
     assert units.pb.blocks == again.pb.blocks
-
-
-def _built(keys, roles, tokens):
-    from scalpel_desktop.bench.arm import _Units
-
-    u = _Units()
-    u.sync(keys, roles, tokens)
-    return u.pb.blocks
+    other = _Units(ids)  # the same units in other messages: other chains
+    other.sync(keys, ["system"] + ["user"] * 8, tokens)
+    assert other.pb.blocks[0] == uncut[0] and all(a.chain != b.chain for a, b in zip(other.pb.blocks[2:], uncut[2:]))
 
 
 @pytest.mark.parametrize("pings", [False, True])
