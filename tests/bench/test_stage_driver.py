@@ -107,6 +107,8 @@ def test_the_stage_cuts_after_an_idle_gap_and_keeps_one_stub_per_result(tmp_path
         assert all(c[tid] is stub for c in seen if tid in c)  # the same Stub request after request
         rows = d.conn.execute("SELECT COUNT(*) FROM cuts").fetchone()[0]
         assert rows == len(d.cuts)  # the stage's own cut log, in memory
+        # its ids, known without a first query (it started empty), are the table's
+        assert d.stage.cutlog._known() == {r[0] for r in d.conn.execute("SELECT tool_use_id FROM cuts")} == set(d.cuts)
         tmp = Path(d.tmp)
         assert tmp.is_dir()
     finally:
