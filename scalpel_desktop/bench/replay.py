@@ -266,11 +266,12 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     # the user's own data, for a sequence that measured nothing itself
     pooled = pool(measure(s, counter) for s in seqs)
     scratch = scratch_dir()
+    ledger = ledger_facts(seqs)
 
     def one(i: int) -> SessionResult:
         seq = seqs[i]
         return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
-                               scratch=scratch, history=history_before(seqs, seq), share=share)
+                               scratch=scratch, history=history_before(seqs, seq, ledger), share=share)
 
     try:
         # a session that breaks the bench is counted, not fatal
@@ -283,17 +284,24 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 
 
-def history_before(seqs: list[Sequence], seq: Sequence) -> History:
+def ledger_facts(seqs: list[Sequence]) -> list[tuple[float, int, list[float]] | None]:
+    """What the ledger holds of each sequence (None: no request): when it ended, its length
+    and its idle gaps (response end to the next request). Found once for ``history_before``."""
+    return [(s.requests[-1].ts_done, len(s.requests), [max(0.0, b.ts - a.ts_done) for a, b in
+                                                        zip(s.requests, s.requests[1:])]) if s.requests else None
+            for s in seqs]
+
+
+def history_before(seqs: list[Sequence], seq: Sequence, facts: list | None = None) -> History:
     """What the user's ledger would have held when ``seq`` started: the sequences that ended
-    before, their lengths and idle gaps (response end to the next request)."""
+    before, their lengths and idle gaps. ``facts``: ``ledger_facts(seqs)``, when the caller has them."""
     start = seq.requests[0].ts
     lengths, gaps = [], []
-    for other in seqs:
-        if other is seq or not other.requests or other.requests[-1].ts_done >= start:
+    for other, f in zip(seqs, facts if facts is not None else ledger_facts(seqs)):
+        if other is seq or f is None or f[0] >= start:
             continue
-        lengths.append(len(other.requests))
-        reqs = other.requests
-        gaps.extend(max(0.0, b.ts - a.ts_done) for a, b in zip(reqs, reqs[1:]))
+        lengths.append(f[1])
+        gaps.extend(f[2])
     return History.of(lengths, gaps)
 
 
