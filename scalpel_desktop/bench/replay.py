@@ -12,9 +12,11 @@ compared with the real bill: that is the check (``bench/check.py``).
 For every sequence (a main thread, a sidechain, a subagent file), all arms go
 in lockstep, request by request, so each body, its parsed document, its
 layout, its request shape, its doom analysis and the verdict on each rewrite
-of it are built once for all of them (``bench/stage_driver.py``; a hinted arm
-the usage tells no break is its plain arm; ``share=False`` turns all of it
-off: the same figures, slower). Sequences may replay on several processes
+of it are built once for all of them (``bench/stage_driver.py``,
+``bench/shared_stage.py``; a hinted arm the usage tells no break is its plain
+arm; an arm takes the unmodified arm's bills until its first cut,
+``bench/arm.py``; ``share=False`` turns all of it off: the same figures,
+slower). Sequences may replay on several processes
 (``jobs``, ``bench/parallel.py``):
 
 * ``off``: the unmodified requests;
