@@ -62,3 +62,15 @@ def test_images_count_no_bytes():
     assert block_bytes(img) == 0
     res = {"type": "tool_result", "tool_use_id": "t", "content": [img, text("caption")]}
     assert block_bytes(res) < 200
+
+
+def test_a_sequences_steps_are_found_once_per_counter_and_measure_the_same(tmp_path):
+    from tests.bench.transcripts import simple_session
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8)).sequences[0]
+    counter = ByteCounter()
+    first = steps(seq, counter)
+    assert first and steps(seq, counter) is first  # the counter's: found once
+    again = steps(seq, ByteCounter())
+    assert again == first and again is not first  # another counter finds them anew, the same
+    assert measure(seq, counter) == measure(seq, ByteCounter())
