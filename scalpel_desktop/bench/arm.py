@@ -5,6 +5,15 @@ their tokens, the read boundaries from the usage); an ``Arm`` keeps its own
 cache and unit chain and bills each request. The hooks (``before``,
 ``follows_usage``, ``ttl_for``) let an arm send requests of its own or ask
 another TTL (``bench/keepalive.py``).
+
+A follower (``follow``) is an arm that sends what its leader (the unmodified
+arm) sends until its first cut: while its cuts change nothing, its cache would
+hold exactly the leader's entries, so it takes the leader's bill of each
+request instead of billing it again. Its cuts of request k are found
+(``prepare``) before the leader bills k; the first that changes a unit hands
+it a copy of the leader's state as it stood before k, and it bills on its own
+from there. The same bills either way (tests/bench/test_arm.py); most of a
+stage arm's requests precede its first cut.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Entry, PrefixBuilder, PromptCache, min_cacheable_for
+from scalpel_desktop.accounting.cache_model import TTL_SECONDS, Block, Entry, PromptCache, min_cacheable_for
 from scalpel_desktop.bench.reader import Request
 from scalpel_desktop.wire.usage import Usage
 
@@ -44,13 +53,40 @@ class SequenceBill:
         return sum(r.sim_cost for r in self.requests) + self.extra_cost
 
 
-class _Units:
-    """The unit list of the current request, kept in step with a PrefixBuilder."""
+class _Chain:
+    """The blocks of an arm's current request, each ``chain`` naming its whole prefix.
 
-    def __init__(self) -> None:
+    A chain is interned per sequence (``ids``, shared by its arms): (the previous
+    unit's chain, this unit's key, the role of the message it opens) -> a number. So
+    two prefixes have one chain exactly when they are the same units, as when the
+    chain hashed them (``PrefixBuilder.add_raw``, what this replaced), at a dict
+    look-up per unit instead of a hash of the unit's key."""
+
+    __slots__ = ("blocks", "ids")
+
+    def __init__(self, ids: dict, blocks: list | None = None):
+        self.ids = ids
+        self.blocks: list[Block] = blocks if blocks is not None else []
+
+    def copy(self) -> "_Chain":
+        return _Chain(self.ids, list(self.blocks))
+
+    def add(self, key: tuple, tokens: int, new_role: str | None) -> None:
+        blocks = self.blocks
+        link = (blocks[-1].chain if blocks else -1, key, new_role)
+        chain = self.ids.get(link)
+        if chain is None:
+            chain = self.ids[link] = len(self.ids)
+        blocks.append(Block(chain, tokens))
+
+
+class _Units:
+    """The unit list of the current request, kept in step with its chain."""
+
+    def __init__(self, ids: dict | None = None) -> None:
         self.keys: list[tuple] = []
         self.tokens: list[int] = []
-        self.pb = PrefixBuilder()
+        self.pb = _Chain(ids if ids is not None else {})
 
     def sync(self, keys: list[tuple], roles: list[str], tokens: list[int]) -> None:
         mine = self.keys
@@ -65,32 +101,17 @@ class _Units:
             while i < n and mine[i] == keys[i]:
                 i += 1
         if i < m:  # something earlier changed: the chain as it was after unit i - 1, then on from there
-            self.pb = _truncated(self.pb, i)
+            self.pb = self.pb.copy()
+            del self.pb.blocks[i:]
         blocks = self.pb.blocks
         if i and tokens[:i] != self.tokens[:i]:  # same identity, other tokens (a free cut)
             for j in range(i):
                 if blocks[j].tokens != tokens[j]:
                     blocks[j] = replace(blocks[j], tokens=tokens[j])
+        add = self.pb.add
         for j in range(i, len(keys)):
-            self._add(self.pb, j, keys, roles, tokens)
+            add(keys[j], tokens[j], roles[j] if j == 0 or roles[j] != roles[j - 1] else None)
         self.keys, self.tokens = keys, tokens
-
-    @staticmethod
-    def _add(pb: PrefixBuilder, j: int, keys, roles, tokens) -> None:
-        new_role = roles[j] if j == 0 or roles[j] != roles[j - 1] else None
-        pb.add_raw(repr(keys[j]).encode(), tokens[j], None, new_message_role=new_role)
-
-
-def _truncated(pb: PrefixBuilder, n: int) -> PrefixBuilder:
-    """``pb`` as it was after its first ``n`` blocks, without rehashing them: a unit chain
-    enters the messages section at its first unit (``_Units._add``), so after any unit the
-    builder holds that unit's chain and nothing pending, in the section it is in now."""
-    if n <= 0:
-        return PrefixBuilder()
-    out = pb.copy()
-    del out.blocks[n:]
-    out._chain, out._pending = bytes.fromhex(out.blocks[-1].chain), b""
-    return out
 
 
 class Arm:
@@ -99,11 +120,51 @@ class Arm:
     def __init__(self, sim, cuts_for, free: bool, after):
         self.sim, self.cuts_for, self.free, self.after = sim, cuts_for, free, after
         self.cache = PromptCache()
-        self.units = _Units()
+        self.units = _Units(sim.chain_ids)
         self.bill = SequenceBill(sim.seq.name, sim.model)
         self.ttl = "1h" if sim.seq.requests[0].usage.cache_write_1h > 0 else "5m"
         self.own: set = set()  # chains this arm wrote (or was granted) itself
         self._reach: dict = {}  # cache key -> the most tokens any entry of it may hold
+        self.leader: Arm | None = None  # while following: the arm whose bills this one takes
+        self._prepared: tuple | None = None  # (k, cuts, cut_units) found by prepare()
+
+    # a follower (see the module docstring)
+    def follow(self, leader: "Arm") -> None:
+        """Take ``leader``'s bills while this arm's cuts change nothing; call ``prepare(k)``
+        before the leader's ``step(k)``, this arm's ``step(k)`` after it."""
+        if type(self) is not Arm or type(leader) is not Arm or leader.cuts_for is not None or self.bill.requests:
+            raise ValueError("only a fresh plain arm follows, and only the unmodified arm leads")
+        self.leader = leader
+
+    def prepare(self, k: int) -> None:
+        """This arm's cuts of request ``k`` (before its leader bills ``k``); a cut that changes
+        what it sends ends the following, with the leader's state as it is now."""
+        sim = self.sim
+        req = sim.seq.requests[k]
+        cuts = self.cuts_for(k, req) if self.cuts_for else None
+        units = sim.cut_units(k, cuts, self.free)
+        self._prepared = (k, cuts, units)
+        lead = self.leader
+        if lead is None:
+            return
+        if len(lead.bill.requests) != k:
+            raise RuntimeError("a follower's cuts are found before its leader bills the request")
+        base = sim._bases[k]
+        if units[0] is not base[0] or units[2] is not base[2]:
+            self._take_state(lead)
+
+    def _take_state(self, lead: "Arm") -> None:
+        """Become an arm of its own, with ``lead``'s cache, chain and bills as they are."""
+        cache = self.cache
+        cache.entries = {ek: Entry(e.ttl, e.expires, e.tokens) for ek, e in lead.cache.entries.items()}
+        cache._bills = lead.cache._bills
+        u, lu = self.units, lead.units
+        u.keys, u.tokens, u.pb = lu.keys, lu.tokens, lu.pb.copy()
+        self.own, self._reach, self.ttl = set(lead.own), dict(lead._reach), lead.ttl
+        if hasattr(lead, "roles"):
+            self.roles = lead.roles
+        self.bill.requests = list(lead.bill.requests)
+        self.leader = None
 
     # hooks for an arm that also sends requests of its own, or asks another TTL (bench/keepalive.py)
     def before(self, k: int, req: Request) -> None:
@@ -119,9 +180,24 @@ class Arm:
     def step(self, k: int) -> RequestBill:
         sim, cache = self.sim, self.cache
         req = sim.seq.requests[k]
+        lead = self.leader
+        if lead is not None:  # its cuts of k changed nothing (prepare): the leader's bill is its own
+            if self._prepared is None or self._prepared[0] != k or len(lead.bill.requests) != k + 1:
+                raise RuntimeError("a follower steps after prepare(k) and its leader's step(k)")
+            self._prepared = None
+            rb = lead.bill.requests[k]
+            self.bill.requests.append(rb)
+            if self.after is not None:
+                self.after(k, req, rb.sim)
+            return rb
         self.before(k, req)
-        cuts = self.cuts_for(k, req) if self.cuts_for else None
-        keys, roles, tokens, first = sim.cut_units(k, cuts, self.free)
+        got = self._prepared
+        if got is not None and got[0] == k:
+            cuts, (keys, roles, tokens, first) = got[1], got[2]
+        else:
+            cuts = self.cuts_for(k, req) if self.cuts_for else None
+            keys, roles, tokens, first = sim.cut_units(k, cuts, self.free)
+        self._prepared = None
         base = sim._bases[k]
         shared = sim._shared
         if shared is not None and shared[0] == k and keys is base[0] and shared[1] is not self.units:

@@ -74,6 +74,7 @@ class ByteCounter:
 
     def __init__(self) -> None:
         self._blocks: dict[int, tuple[Line, list[int]]] = {}
+        self._steps: dict[int, tuple[Sequence, list]] = {}  # id(sequence) -> (it, its steps): see steps()
 
     def blocks(self, ln: Line) -> list[int]:
         got = self._blocks.get(id(ln))
@@ -86,7 +87,12 @@ class ByteCounter:
 
 
 def steps(seq: Sequence, counter: ByteCounter) -> list[tuple[int, int]]:
-    """(delta bytes, delta prompt tokens) for every request whose history extends the previous one's."""
+    """(delta bytes, delta prompt tokens) for every request whose history extends the previous one's.
+    Found once per sequence and counter (a replay measures each sequence twice: for the pooled
+    slope, then with it); the list is the counter's: not to be changed."""
+    got = counter._steps.get(id(seq))
+    if got is not None and got[0] is seq:
+        return got[1]
     out: list[tuple[int, int]] = []
     reqs = seq.requests
     for prev, cur in zip(reqs, reqs[1:]):
@@ -97,6 +103,7 @@ def steps(seq: Sequence, counter: ByteCounter) -> list[tuple[int, int]]:
         dp = cur.usage.prompt_tokens - prev.usage.prompt_tokens
         if db > 0 and cur.usage.prompt_tokens > 0 and prev.usage.prompt_tokens > 0:
             out.append((db, dp))
+    counter._steps[id(seq)] = (seq, out)  # (held: its id stays its own)
     return out
 
 

@@ -12,9 +12,11 @@ compared with the real bill: that is the check (``bench/check.py``).
 For every sequence (a main thread, a sidechain, a subagent file), all arms go
 in lockstep, request by request, so each body, its parsed document, its
 layout, its request shape, its doom analysis and the verdict on each rewrite
-of it are built once for all of them (``bench/stage_driver.py``; a hinted arm
-the usage tells no break is its plain arm; ``share=False`` turns all of it
-off: the same figures, slower). Sequences may replay on several processes
+of it are built once for all of them (``bench/stage_driver.py``,
+``bench/shared_stage.py``; a hinted arm the usage tells no break is its plain
+arm; an arm takes the unmodified arm's bills until its first cut,
+``bench/arm.py``; ``share=False`` turns all of it off: the same figures,
+slower). Sequences may replay on several processes
 (``jobs``, ``bench/parallel.py``):
 
 * ``off``: the unmodified requests;
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from scalpel_desktop.bench import keepalive, parallel
+from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
@@ -182,8 +185,19 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         if ceiling:
             order["ceiling"] = None
             arms["ceiling"] = sim.arm(DoomCuts(bodies.spans, stub, "ceiling"), free=True)
+        if share:  # an arm takes the unmodified arm's bills until its first cut (bench/arm.py)
+            for name, arm in arms.items():
+                if name != "off" and type(arm) is Arm:
+                    arm.follow(arms["off"])
         errors: dict[str, str] = {}
         for k in range(len(seq.requests)):
+            for name, arm in arms.items():
+                if arm.leader is None or name in errors:
+                    continue
+                try:
+                    arm.prepare(k)  # its cuts of k, before the unmodified arm bills k
+                except Exception as e:
+                    errors[name] = f"{type(e).__name__}: {e}"[:200]
             for name, arm in arms.items():
                 if name in errors:
                     continue
@@ -254,11 +268,12 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     # the user's own data, for a sequence that measured nothing itself
     pooled = pool(measure(s, counter) for s in seqs)
     scratch = scratch_dir()
+    ledger = ledger_facts(seqs)
 
     def one(i: int) -> SessionResult:
         seq = seqs[i]
         return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
-                               scratch=scratch, history=history_before(seqs, seq), share=share)
+                               scratch=scratch, history=history_before(seqs, seq, ledger), share=share)
 
     try:
         # a session that breaks the bench is counted, not fatal
@@ -271,17 +286,24 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
 
 
-def history_before(seqs: list[Sequence], seq: Sequence) -> History:
+def ledger_facts(seqs: list[Sequence]) -> list[tuple[float, int, list[float]] | None]:
+    """What the ledger holds of each sequence (None: no request): when it ended, its length
+    and its idle gaps (response end to the next request). Found once for ``history_before``."""
+    return [(s.requests[-1].ts_done, len(s.requests), [max(0.0, b.ts - a.ts_done) for a, b in
+                                                        zip(s.requests, s.requests[1:])]) if s.requests else None
+            for s in seqs]
+
+
+def history_before(seqs: list[Sequence], seq: Sequence, facts: list | None = None) -> History:
     """What the user's ledger would have held when ``seq`` started: the sequences that ended
-    before, their lengths and idle gaps (response end to the next request)."""
+    before, their lengths and idle gaps. ``facts``: ``ledger_facts(seqs)``, when the caller has them."""
     start = seq.requests[0].ts
     lengths, gaps = [], []
-    for other in seqs:
-        if other is seq or not other.requests or other.requests[-1].ts_done >= start:
+    for other, f in zip(seqs, facts if facts is not None else ledger_facts(seqs)):
+        if other is seq or f is None or f[0] >= start:
             continue
-        lengths.append(len(other.requests))
-        reqs = other.requests
-        gaps.extend(max(0.0, b.ts - a.ts_done) for a, b in zip(reqs, reqs[1:]))
+        lengths.append(f[1])
+        gaps.extend(f[2])
     return History.of(lengths, gaps)
 
 

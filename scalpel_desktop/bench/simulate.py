@@ -85,6 +85,7 @@ class SequenceSimulator:
         self._shared: tuple | None = None  # (k, the unmodified arm's units after request k)
         self._cums: dict[int, list[int]] = {}
         self._real: dict[int, float] = {}
+        self.chain_ids: dict = {}  # the arms' unit chains, interned (bench/arm.py)
 
     # -- tokens ---------------------------------------------------------
     def _block_tokens(self, ln: Line) -> list[int]:

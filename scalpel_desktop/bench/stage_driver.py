@@ -9,7 +9,7 @@ the doom analysis of each body (a pure function of its content, the tier and
 the config), memoised for every arm and for the bench's own ``naive`` and
 ``ceiling`` arms. So are its layout (``ex.layout``, as parse-reuse hands it
 over), its request shape and the verdicts on its rewrites
-(:class:`_SharedBodyStage`); ``share=False`` gives every arm its own.
+(``bench/shared_stage.py``); ``share=False`` gives every arm its own.
 
 The hint: where a request's real usage shows the cache read stopping short of
 the previous request's whole prompt, the client (or the provider) broke the
@@ -22,7 +22,6 @@ it: their saving needs no break inferred from the usage.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import os
 import shutil
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scalpel_desktop.surgery.stage import SurgeryStage
+from scalpel_desktop.bench.shared_stage import SharedBodyStage
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
@@ -45,13 +45,14 @@ class SequenceBodies:
         self.config = config
         self.tier = tier
         self._msgs: dict[tuple, dict] = {}
+        self._msg_bytes: dict[int, tuple[dict, bytes]] = {}  # id(message) -> (it, its bytes): see _bytes
         self._docs: dict[int, tuple[bytes, dict]] = {}
         self._spans: dict[int, list] = {}
         self._layouts: dict[int, Any] = {}
         self._hints: list[int | None] | None = None
         self._last: tuple | None = None  # (history, its messages, where its last message starts)
-        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see _SharedBodyStage
-        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt): _SharedBodyStage
+        self.shapes: dict[bool, tuple] = {}  # warm? -> (doc, body, its RequestShape): see SharedBodyStage
+        self.verdicts: dict = {}  # rewritten body -> (verdict, what the API check learnt)
         self._view = None  # the previous original body's view (its analysis is shared where messages are)
         self._ttl: list[str | None] = []
         ttl = None
@@ -67,8 +68,6 @@ class SequenceBodies:
         got = self._docs.get(k)
         if got is not None:
             return got
-        from scalpel_desktop.wire.jsoncodec import dumps
-
         req = self.seq.requests[k]
         marker: dict[str, Any] = {"type": "ephemeral"}
         if self._ttl[k] == "1h":
@@ -89,12 +88,33 @@ class SequenceBodies:
             "metadata": {"user_id": json.dumps({"session_id": self.seq.session_id})},
             "stream": True,
         }
-        got = self._docs[k] = (dumps(doc), doc)
+        got = self._docs[k] = (self._bytes(doc), doc)
         if k >= 2:  # the arms step in lockstep
             self._docs.pop(k - 2, None)
             self._spans.pop(k - 2, None)
             self._layouts.pop(k - 2, None)
         return got
+
+    def _bytes(self, doc: dict) -> bytes:
+        """``dumps(doc)``, each message serialized once for the sequence: the messages shared
+        with earlier requests are the same objects (``_messages``), and a compact list is
+        its items' bytes joined by commas (tests/bench/test_stage_driver.py checks the bytes)."""
+        from scalpel_desktop.wire.jsoncodec import dumps
+
+        head, mark, tail = dumps(dict(doc, messages=0)).partition(b'"messages":0')  # (a key: never in a string)
+        if not mark:
+            return dumps(doc)
+        cache = self._msg_bytes
+        msgs = doc["messages"]
+        parts = []
+        for m in msgs[:-1]:  # (the last is this request's own copy: it carries the marker)
+            got = cache.get(id(m))
+            if got is None or got[0] is not m:
+                got = cache[id(m)] = (m, dumps(m))  # (held: its id stays its own)
+            parts.append(got[1])
+        if msgs:
+            parts.append(dumps(msgs[-1]))
+        return b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))
 
     def hints(self, sim: SequenceSimulator) -> list[int | None]:
         """The hinted arms' break of every request (``rewrite_hints``), found once."""
@@ -180,8 +200,10 @@ class StageDriver:
         self.sim, self.bodies, self.hints = sim, bodies, hints
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
-        kind = _SharedBodyStage if bodies.share else SurgeryStage
-        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn),
+        kind = SharedBodyStage if bodies.share else SurgeryStage
+        cutlog = CutLog(self.conn)
+        cutlog._ids = set()  # a fresh log holds no cut: what its first look-up would read (a query per arm)
+        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), cutlog,
                           Economist(cfg, prices, history), prices)
         if bodies.share:
             self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
@@ -248,48 +270,6 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
-
-
-class _SharedBodyStage(SurgeryStage):
-    """The shipped stage, with what depends on a body alone found once for every arm:
-
-    * its request shape (region hashes, TTL, per-unit sizes, pinnable blocks), per warmth;
-      only what is the arm's own (the hashes of what it sent, its hint) is its own;
-    * the verdict on a rewrite (``surgery/validate.rewrite_problem``: a function of the
-      original document and the rewritten one), keyed by the original document and the
-      rewritten body's bytes: arms that cut the same results send the same bytes."""
-
-    shapes: dict[bool, tuple]
-    verdicts: dict
-
-    def _rewrite_problem(self, view, validated=None) -> str:
-        from scalpel_desktop.surgery.validate import _API_KNOWN, rewrite_problem
-
-        doc = view.original_doc
-        mine = self.verdicts
-        if mine.get("doc") is not doc:  # a new request: the last one's verdicts go
-            mine.clear()
-            mine["doc"] = doc  # (held: its id stays its own)
-        body = view.serialize()
-        got = mine.get(body)
-        if got is None:
-            problem = rewrite_problem(view, validated=validated)
-            mine[body] = (problem, view.__dict__.get(_API_KNOWN))
-            return problem
-        problem, known = got
-        if known is not None:  # what the API check learnt of these very messages (checked by identity)
-            view.__dict__[_API_KNOWN] = known
-        return problem
-
-    def _shape(self, ex, doc, ckey, model, hashes, layout, pol):
-        if ex.new_body is not None or doc is not ex.doc:  # a body this arm changed: its own shape
-            return super()._shape(ex, doc, ckey, model, hashes, layout, pol)
-        got = self.shapes.get(pol.warm)
-        if got is None or got[0] is not doc or got[1] is not ex.request.body:
-            shape = super()._shape(ex, doc, ckey, model, hashes, layout, pol)
-            self.shapes[pol.warm] = (doc, ex.request.body, shape)
-            return shape
-        return replace(got[2], key=ckey, model=model, unit_hashes=hashes, rewrite_at=ex.client_rewrite_at)
 
 
 def rewrite_at(sim: SequenceSimulator, k: int, req: Request) -> int | None:

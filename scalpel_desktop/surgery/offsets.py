@@ -56,12 +56,15 @@ def first_result_offsets(body: bytes) -> dict[bytes, int]:
     return first
 
 
-def stub_positions(body: bytes, view: Any, replayed: dict[str, int], cuts: list) -> list[tuple]:
-    """(id, byte offset in the sent body, tokens saved, new|replayed, unit) of each stub."""
+def stub_positions(body: bytes, view: Any, replayed: dict[str, int], cuts: list,
+                   first: dict[bytes, int] | None = None) -> list[tuple]:
+    """(id, byte offset in the sent body, tokens saved, new|replayed, unit) of each stub.
+    ``first``: ``first_result_offsets(body)``, when the caller has it."""
     items = [(tid, saved, "replayed") for tid, saved in replayed.items()]
     # The same figure for a new cut and for its replays: the stub is at most STUB_TOKENS.
     items += [(c.tool_use_id, max(0, c.tokens - STUB_TOKENS), "new") for c in cuts]
-    first = first_result_offsets(body) if items else {}
+    if first is None:
+        first = first_result_offsets(body) if items else {}
     out = []
     for tid, saved, kind in items:
         needle = tid.encode("utf-8")

@@ -60,7 +60,7 @@ from scalpel_desktop.wire.held import MB
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps, round_trips
 from scalpel_desktop.wire.layout import CLOSE, Layout, locate, round_trips_by_layout
-from scalpel_desktop.wire.view import ENDPOINTS, regions
+from scalpel_desktop.wire.view import ENDPOINTS, ConversationView, regions
 
 log = logging.getLogger("scalpel.surgery")
 
@@ -175,7 +175,7 @@ class SurgeryStage:
                 return self._forward_original(ex, shape, brk,
                                               "body does not round-trip through the codec: forwarded as sent",
                                               view, layout)
-            body = view.serialize()
+            body = self._serialize(view)
             problem = self._rewrite_problem(view, validated=prev_view)
             if not problem and pin is not None:
                 pinned_doc = pinned(view.doc, pin, plan.pin_ttl)
@@ -200,7 +200,7 @@ class SurgeryStage:
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
         serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pin, risk_usd=plan.risk_usd if cuts else 0)
         sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
-        positions = stub_positions(body, view, replayed, cuts)
+        positions = self._stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
         sent.bytes_removed = len(base) - len(body)
         ex.surgery = sent
@@ -346,7 +346,9 @@ class SurgeryStage:
 
     # ------------------------------------------------------------------ helpers
     _hashes = staticmethod(sent_unit_hashes)
-    _rewrite_problem = staticmethod(rewrite_problem)  # (the bench shares one verdict per body across its arms)
+    # (the bench shares one rewritten body, its verdict and its stubs' offsets across the arms that send it)
+    _serialize, _rewrite_problem = staticmethod(ConversationView.serialize), staticmethod(rewrite_problem)
+    _stub_positions = staticmethod(stub_positions)
 
     def _shape(self, ex: Exchange, doc: dict, ckey: Any, model: str, hashes: tuple, layout: Layout | None,
                pol: Policy) -> RequestShape:

@@ -141,18 +141,27 @@ class ConversationView:
         if k == 0:
             return 0
         self.units = prev._orig_units[:k]
-        self.tool_calls = {i: c for i, c in prev.tool_calls.items() if c.unit_index < k}
-        # Results are indexed unit by unit, so prev's held in units < k are a prefix of
-        # its list, and their first positions (prev._result_pos) are the same here.
+        # Calls and results are indexed unit by unit: prev's held in units >= k are the last
+        # ones (a copy, less those: no walk over the rest, with the same order).
+        calls = dict(prev.tool_calls)
+        while calls:
+            last = next(reversed(calls))
+            if calls[last].unit_index < k:
+                break
+            del calls[last]
+        self.tool_calls = calls
+        # prev's results held in units < k are a prefix of its list, and their first
+        # positions (prev._result_pos) are the same here.
         res = prev._orig_results
         count = len(res)
         while count and res[count - 1].unit_index >= k:
             count -= 1
         self.tool_results = res[:count]
-        if count == len(res):
-            self._result_pos = dict(prev._result_pos)
-        else:
-            self._result_pos = {i: p for i, p in prev._result_pos.items() if p < count}
+        pos = dict(prev._result_pos)
+        for r in res[count:]:
+            if pos.get(r.id, -1) >= count:
+                del pos[r.id]
+        self._result_pos = pos
         if prev._orig_hashes is not None and prev._orig_sizes is not None:
             self._orig_hashes = prev._orig_hashes[:k]
             self._orig_sizes = prev._orig_sizes[:k]

@@ -74,3 +74,15 @@ def test_a_shared_counter_never_counts_a_new_line_with_a_freed_ones_bytes():
         ln = Line(k, "user", [text("x" * (k + 1))], 0.0)
         assert counter.line(ln) == block_bytes(text("x" * (k + 1)))
         del ln  # CPython hands the next Line this one's memory, and so its id
+
+
+def test_a_sequences_steps_are_found_once_per_counter_and_measure_the_same(tmp_path):
+    from tests.bench.transcripts import simple_session
+
+    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8)).sequences[0]
+    counter = ByteCounter()
+    first = steps(seq, counter)
+    assert first and steps(seq, counter) is first  # the counter's: found once
+    again = steps(seq, ByteCounter())
+    assert again == first and again is not first  # another counter finds them anew, the same
+    assert measure(seq, counter) == measure(seq, ByteCounter())

@@ -141,3 +141,21 @@ def test_a_hinted_arm_told_no_break_is_its_plain_arm_even_where_that_arm_fails(t
     assert shared.errors == alone.errors
     assert shared.costs == alone.costs and list(shared.costs) == list(alone.costs)
     assert shared.cuts == alone.cuts and list(shared.cuts) == list(alone.cuts)
+
+
+def test_the_ledger_before_a_sequence_holds_the_sequences_that_ended_before_it_started():
+    from scalpel_desktop.bench.reader import iter_sequences, read_corpus
+    from scalpel_desktop.bench.replay import history_before, ledger_facts
+    from scalpel_desktop.surgery.remaining import History
+    from tests.support import corpus_dir
+
+    seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts", "claude-code-log"))) if s.requests]
+    facts = ledger_facts(seqs)
+    nonempty = 0
+    for seq in seqs:
+        before = [o for o in seqs if o is not seq and o.requests[-1].ts_done < seq.requests[0].ts]
+        want = History.of([len(o.requests) for o in before],
+                          [max(0.0, b.ts - a.ts_done) for o in before for a, b in zip(o.requests, o.requests[1:])])
+        assert history_before(seqs, seq, facts) == want == history_before(seqs, seq)
+        nonempty += bool(before)
+    assert 0 < nonempty < len(seqs)  # some sequences start with a ledger behind them, the first do not

@@ -82,16 +82,20 @@ def test_incremental_builder_matches_a_fresh_one(tmp_path):
     fresh_blocks = []
     for k in range(len(seq.requests)):
         keys, roles, tokens = sim.units(k, None)
-        pb = PrefixBuilder()
+        pb = PrefixBuilder()  # the chains hashed, each request from scratch
         for j in range(len(keys)):
             role = roles[j] if j == 0 or roles[j] != roles[j - 1] else None
             pb.add_raw(repr(keys[j]).encode(), tokens[j], None, new_message_role=role)
         fresh_blocks.append(pb.blocks)
     arm = sim.arm()
+    named: dict = {}  # interned chain -> hashed chain: one to one
     for k in range(len(seq.requests)):
         arm.step(k)
-        assert [b.chain for b in arm.units.pb.blocks] == [b.chain for b in fresh_blocks[k]]
+        assert [b.tokens for b in arm.units.pb.blocks] == [b.tokens for b in fresh_blocks[k]]
+        for mine, hashed in zip(arm.units.pb.blocks, fresh_blocks[k]):
+            assert named.setdefault(mine.chain, hashed.chain) == hashed.chain
         assert arm.bill.requests[k].sim == inc.requests[k].sim
+    assert len(set(named.values())) == len(named) > len(seq.requests)
 
 
 def _check(files: list[FileResult]) -> tuple[float, float, int]:

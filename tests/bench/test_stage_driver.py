@@ -107,6 +107,8 @@ def test_the_stage_cuts_after_an_idle_gap_and_keeps_one_stub_per_result(tmp_path
         assert all(c[tid] is stub for c in seen if tid in c)  # the same Stub request after request
         rows = d.conn.execute("SELECT COUNT(*) FROM cuts").fetchone()[0]
         assert rows == len(d.cuts)  # the stage's own cut log, in memory
+        # its ids, known without a first query (it started empty), are the table's
+        assert d.stage.cutlog._known() == {r[0] for r in d.conn.execute("SELECT tool_use_id FROM cuts")} == set(d.cuts)
         tmp = Path(d.tmp)
         assert tmp.is_dir()
     finally:
@@ -186,47 +188,20 @@ def test_messages_are_built_incrementally_as_a_fresh_build_would_build_them(tmp_
     assert bodies._messages(rewound) == SequenceBodies(seq, CFG, 2)._messages(rewound)
 
 
-def _counting(monkeypatch, module, name):
-    calls = []
-    real = getattr(module, name)
-    monkeypatch.setattr(module, name, lambda *a, **kw: (calls.append(1), real(*a, **kw))[1])
-    return calls
+def test_each_body_is_its_documents_compact_json_though_its_messages_are_serialized_once():
+    from scalpel_desktop.bench.reader import iter_sequences, read_corpus
+    from scalpel_desktop.wire.jsoncodec import dumps
+    from tests.support import corpus_dir
 
-
-@pytest.mark.parametrize("policy", ["cold", "death"])
-def test_two_arms_of_one_policy_share_each_bodys_shape_and_rewrite_verdicts(tmp_path, monkeypatch, policy):
-    from scalpel_desktop.surgery import pin, validate
-
-    seq = read_file(simple_session(tmp_path / "s.jsonl", turns=30, gap_at=25, gap=4000.0, big=30_000)).sequences[0]
-
-    scratch = tmp_path / "scratch"  # shared, as in the replay: the stubs name the same spill dir
-    scratch.mkdir()
-
-    def run(share):
-        sim = SequenceSimulator(seq, PRICES)
-        bodies = SequenceBodies(seq, CFG, 2, share=share)
-        drivers = [StageDriver(seq, policy, 2, PRICES, CFG, sim, bodies, scratch=str(scratch)) for _ in range(2)]
-        arms = [sim.arm(d.cuts_for, after=d.after) for d in drivers]
-        try:
-            bills = [[arm.step(k).sim_cost for arm in arms] for k in range(len(seq.requests))]
-        finally:
-            for d in drivers:
-                d.close()
-        return bills, [dict(d.cuts) for d in drivers]
-
-    verdicts = _counting(monkeypatch, validate, "rewrite_problem")
-    pinnable = _counting(monkeypatch, pin, "pinnable")
-    from scalpel_desktop.surgery import stage as stage_mod
-
-    monkeypatch.setattr(stage_mod, "pinnable", pin.pinnable)
-    monkeypatch.setattr(stage_mod, "rewrite_problem", validate.rewrite_problem)
-    monkeypatch.setattr(stage_mod.SurgeryStage, "_rewrite_problem", staticmethod(validate.rewrite_problem))
-    alone = run(False)
-    n_alone, p_alone = len(verdicts), len(pinnable)
-    verdicts.clear(), pinnable.clear()
-    shared = run(True)
-    assert shared == alone  # the same bills request by request, the same cuts
-    assert alone[1][0], "the arms cut (so their rewrites were validated)"
-    assert 0 < len(verdicts) and 2 * len(verdicts) == n_alone  # the second arm's rewrites: the first's verdicts
-    if policy == "death":  # a warm policy's shape reads the pinnable blocks of the body
-        assert 0 < len(pinnable) and 2 * len(pinnable) == p_alone
+    seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts", "claude-code-log",
+                                                             "-Users-dain-workspace-JSSoundRecorder")))
+            if len(s.requests) >= 2]
+    checked = reused = 0
+    for seq in seqs:
+        bodies = SequenceBodies(seq, CFG, 2)
+        for k in range(len(seq.requests)):
+            raw, doc = bodies.doc(k)
+            assert raw == dumps(doc)
+            checked += 1
+        reused += len(bodies._msg_bytes)
+    assert checked > 20 and reused > 0  # the bytes of earlier requests' messages were taken

@@ -225,3 +225,27 @@ def test_openai_regions_follow_what_breaks_their_cache():
     r = view_for("responses", resp)
     assert r.settings_hash() != view_for("responses", {**resp, "reasoning": {"effort": "high"}}).settings_hash()
     assert regions("chat", chat)[0] == [chat["messages"][0]]
+
+
+def test_a_reusing_view_drops_the_calls_and_results_of_the_units_it_does_not_share():
+    def use(tid):
+        return {"type": "tool_use", "id": tid, "name": "Read", "input": {}}
+
+    def res(tid, text="out"):
+        return {"type": "tool_result", "tool_use_id": tid, "content": text}
+
+    shared = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [use("a"), use("b")]},
+              {"role": "user", "content": [res("a"), res("b")]}, {"role": "assistant", "content": [use("c")]}]
+    old_tail = [{"role": "user", "content": [res("c"), res("a", "again")]},  # a repeated id: not its first place
+                {"role": "assistant", "content": [use("d"), use("e")]}, {"role": "user", "content": [res("d")]}]
+    new_tail = [{"role": "user", "content": [res("c", "other")]}, {"role": "assistant", "content": [use("f")]}]
+    prev = view_for("messages", {"messages": shared + old_tail})
+    got = view_for("messages", {"messages": shared + new_tail}, prev)
+    fresh = view_for("messages", {"messages": shared + new_tail})
+    assert got.reused_units == len(shared)
+    assert list(got.tool_calls.items()) == list(fresh.tool_calls.items())  # the same, in the same order
+    assert list(got._result_pos.items()) == list(fresh._result_pos.items())
+    assert [(r.id, r.unit_index, r.text) for r in got.tool_results] == \
+        [(r.id, r.unit_index, r.text) for r in fresh.tool_results]
+    assert "d" not in got.tool_calls and "d" not in got._result_pos and "e" not in got.tool_calls
+    assert list(prev.tool_calls) == ["a", "b", "c", "d", "e"] and "d" in prev._result_pos  # prev untouched
