@@ -66,6 +66,7 @@ from scalpel_desktop.surgery.plan import (
     common_prefix,
     prefix_digest,
 )
+from scalpel_desktop.surgery.digests import packed
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
 
@@ -118,7 +119,7 @@ class Economist:
                               self._serial, shape.total_tokens))
         del ents[:-MAX_ENTRIES_PER_MODEL]
         new = ModelState(
-            unit_hashes=hashes,
+            unit_hashes=packed(hashes),  # kept for turns: one allocation, not one object per message
             tools_hash=shape.tools_hash,
             system_hash=shape.system_hash,
             settings_hash=shape.settings_hash,
