@@ -1,4 +1,4 @@
-"""The per-unit hashes the economist keeps per conversation, packed into one bytes object.
+"""What the economist keeps per conversation for turns, packed: its unit hashes, its dead ids.
 
 Why: a conversation's state outlives the request that built it by as many
 requests as there are other conversations, and its unit hashes were one
@@ -11,18 +11,25 @@ the document was gone: ``benchmarks/proxy_memory.py`` (ten 2.6 MB
 conversations of ~7,900 messages in turn) showed 74 pymalloc arenas holding
 35 MB of objects and 33 MB of empty pools (``SCALPEL_MEMTRACE_FRAMES=0``,
 ``proxy/memtrace.py``). Packed, the same hashes are one allocation of 16
-bytes a message outside pymalloc's small-object arenas.
+bytes a message outside pymalloc's small-object arenas. The same goes for the
+ids of the results found dead at the conversation's last decision (what the
+death policy compares the next decision with): a few hundred of the
+document's own id strings, kept alive past it; packed, one JSON array.
 
 ``Digests`` reads like the tuple it replaces (length, index, slice,
 iteration, equality with a tuple of the same hashes); ``packed`` packs a
 sequence only when every hash is a 16-byte ``bytes`` (other hashables, as
 tests and other formats may give, stay a tuple); ``common_prefix`` of two
-packed sequences compares their bytes at once.
+packed sequences compares their bytes at once. ``packed_ids`` / ``ids_of``
+pack a set of ids and read it back (a set that does not serialise stays as
+it is).
 """
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterator, Sequence
+from typing import Any, Hashable, Iterable, Iterator, Sequence
+
+from scalpel_desktop.wire.jsoncodec import dumps, loads
 
 SIZE = 16  # ``wire.hashing.digest``: the first 16 bytes of a SHA-256
 
@@ -98,3 +105,17 @@ def common_prefix_packed(a: Digests, b: Digests) -> int:
         else:
             hi = mid
     return lo
+
+
+def packed_ids(ids: Iterable[Hashable]) -> bytes | frozenset:
+    """A set of ids as one JSON array (``ids_of`` reads it back); a frozenset when they do not serialise."""
+    kept = frozenset(ids)
+    try:
+        return dumps(sorted(kept))  # type: ignore[type-var]
+    except (TypeError, ValueError):  # (orjson's encode error is a TypeError)
+        return kept
+
+
+def ids_of(packed: bytes | frozenset) -> frozenset:
+    """The set ``packed_ids`` packed."""
+    return frozenset(loads(packed)) if isinstance(packed, bytes) else packed

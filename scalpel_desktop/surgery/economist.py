@@ -66,7 +66,7 @@ from scalpel_desktop.surgery.plan import (
     common_prefix,
     prefix_digest,
 )
-from scalpel_desktop.surgery.digests import packed
+from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
 
@@ -261,7 +261,7 @@ class Economist:
             warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
                                  self.history)
             if conv is not None:
-                conv.dead_seen = frozenset(c.id for c in candidates)
+                conv.dead_seen = packed_ids(c.id for c in candidates)  # kept for turns: packed
             if warm is not None:
                 return self._guard(shape, warm, brk)
         if free and free_saving >= batch_min:

@@ -160,7 +160,8 @@ class ConversationState:
     entries: dict[str, list[EntryMark]] = field(default_factory=dict)
     first_tokens: int = 0  # estimated prompt of the first request (context growth per turn)
     last_tokens: int = 0
-    dead_seen: frozenset = frozenset()  # candidates already dead at the previous decision (cut at death)
+    # candidates already dead at the previous decision (cut at death); packed (``surgery/digests.py``)
+    dead_seen: bytes | frozenset = frozenset()
     # The risk budget of the warm policies (dollars, the economist's estimates): what this
     # conversation's cuts have surely saved so far (each stub a request carried, at the cache
     # read price, the least its tokens would have cost), minus every warm cut's priced rewrite.

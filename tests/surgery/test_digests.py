@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from scalpel_desktop.surgery.digests import SIZE, Digests, common_prefix_packed, packed
+from scalpel_desktop.surgery.digests import SIZE, Digests, common_prefix_packed, ids_of, packed, packed_ids
 from scalpel_desktop.surgery.economist import Economist
 from scalpel_desktop.surgery.plan import RequestShape, common_prefix
 
@@ -68,3 +68,28 @@ def test_the_economist_keeps_the_hashes_it_was_sent_packed_and_reads_them_back()
                              unit_hashes=units[:120] + _hashes(200, "other"))
     brk = eco.natural_break(rewritten)
     assert (brk.index, brk.reason) == (120, "client-rewrite")
+
+
+@pytest.mark.parametrize("ids", [(), ("toolu_01a", "toolu_01b", "toolu_01a"), ("x\u0000y", "\u2192 é")])
+def test_ids_are_packed_into_one_bytes_object_and_read_back(ids):
+    got = packed_ids(ids)
+    assert isinstance(got, bytes) and ids_of(got) == frozenset(ids)
+
+
+def test_ids_that_do_not_serialise_stay_a_set():
+    ids = ("a", 1)  # not sortable together: kept as they are
+    got = packed_ids(ids)
+    assert got == frozenset(ids) and ids_of(got) == frozenset(ids)
+
+
+def test_the_economist_keeps_the_dead_ids_of_its_last_decision_packed():
+    from scalpel_desktop.surgery.plan import Candidate
+
+    eco = Economist({"policy": "death"})
+    units = _hashes(40)
+    shape = RequestShape(key=("s", ""), model="m", at=1000.0, unit_hashes=units,
+                         unit_tokens=[100] * 40, total_tokens=4000)
+    eco.record_sent(shape, units)
+    eco.decide(shape, [Candidate("toolu_dead", 3, 500, 10, "read")], policy="death")
+    kept = eco.conversations[("s", "")].dead_seen
+    assert isinstance(kept, bytes) and ids_of(kept) == frozenset({"toolu_dead"})
