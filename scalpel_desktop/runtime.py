@@ -38,7 +38,7 @@ from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
 from scalpel_desktop.proxy import memtrace
-from scalpel_desktop.proxy.trim import Trimmer, limit_arenas, map_large_blocks
+from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.ledger_queries import today_savings_or_zero
@@ -178,7 +178,6 @@ class Runtime:
         stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices)
         self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
         limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
-        map_large_blocks()  # a full parse's 12x-the-body pool is unmapped when freed, never a hole in the heap
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
         self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")

@@ -17,36 +17,10 @@ what the requests freed: ten 2.6 MB conversations back to back sat near
 So a trim also follows every ``busy_bytes`` (64 MB: about 25 such requests)
 of finished requests, busy or not; it is cheap (a fraction of a millisecond
 in-process) and runs off the request path (it releases the GIL; each arena is
-locked only while it is walked). Fixing the mmap threshold low (128 KB, so
-every large block is unmapped when freed) gave memory back as well, but made
-every multi-MB body page-fault afresh: 2-3x slower warm requests in
-``benchmarks/pipeline.py``; the threshold pinned below sits above any body.
-
-What the free heap pages were (``SCALPEL_MEMTRACE_FRAMES=0``, ``proxy/memtrace.py``,
-after 100 such requests: a glibc heap of 155 MB with 139 MB of it free):
-orjson's full parse of a body of n bytes asks for ONE block of about 12 n
-bytes (its yyjson document pool: n / 2 values of 24 bytes), freed when the
-parse returns: 31 MB for a 2.6 MB body. glibc maps a block that large on its
-own and unmaps it when freed, but its dynamic threshold then rises to that
-block's size (up to 32 MB), so every later pool up to that size is carved
-out of the heap instead, and the pages a parse touched stay resident in the
-hole it leaves; a slightly larger body next time does not fit the hole, and
-the heap grows by another 31 MB. So the
-threshold is pinned (``map_large_blocks``) at ``MMAP_THRESHOLD``: blocks of
-8 MB or more are mapped afresh and given back when freed, which is every
-parse pool of a body of 0.7 MB or more; everything smaller stays in the heap
-as before, the bodies themselves included: a body filling a 1M-token window
-is about 3.3 MB (``CHARS_PER_TOKEN_DEFAULT`` characters a token), and its
-copies (as read, as sent) are reused turn after turn by a warm conversation,
-so 8 MB, the power of two above twice that, keeps them there. The trim
-threshold is set as glibc's dynamic rule sets it with the mmap threshold
-(twice it): without it, the heap's top would be returned at 128 KB. The
-price: the pages a full parse of a large body touches in its pool are
-faulted in afresh each time (an in-process ``orjson.loads`` of a 2.6 MB
-body: about 8 ms before, 10-14 ms pinned); over the wire, where such a
-request takes 100-200 ms, the median did not move beyond the noise
-(``benchmarks/RESULTS-proxy-memory.md``). Incremental parses (parse-reuse)
-read only the new messages: their pools stay under the threshold."""
+locked only while it is walked). Fixing the mmap threshold instead (so large
+blocks are unmapped when freed) gave memory back as well, but made every
+multi-MB body page-fault afresh: 2-3x slower warm requests in
+``benchmarks/pipeline.py``."""
 
 from __future__ import annotations
 
@@ -61,10 +35,7 @@ from typing import Any
 log = logging.getLogger("scalpel.proxy")
 
 M_ARENA_MAX = -8
-M_TRIM_THRESHOLD = -1
-M_MMAP_THRESHOLD = -3
 ARENAS = 2
-MMAP_THRESHOLD = 8 * 1024 * 1024
 
 
 def _libc() -> Any:
@@ -85,13 +56,6 @@ _LIBC = _libc()
 def limit_arenas(n: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at ``n`` (for threads that allocate from now on)."""
     return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, n))
-
-
-def map_large_blocks(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Pin glibc's mmap threshold at ``threshold`` (and its trim threshold at twice it): blocks that
-    large are mapped on their own and unmapped when freed, never carved out of the heap."""
-    return bool(_LIBC is not None and _LIBC.mallopt(M_MMAP_THRESHOLD, threshold)
-                and _LIBC.mallopt(M_TRIM_THRESHOLD, 2 * threshold))
 
 
 def trim() -> bool:
