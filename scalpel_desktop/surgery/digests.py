@@ -2,19 +2,22 @@
 
 Why: a conversation's state outlives the request that built it by as many
 requests as there are other conversations, and its unit hashes were one
-16-byte ``bytes`` object per message (about 64 bytes each in pymalloc),
-allocated in the middle of that request's parse, layout and view. pymalloc
-gives an arena (1 MiB) back only when every object in it is freed, so these
-few hundred KB of survivors, scattered over the arenas the request's 15 MB
-of transient document and view filled, kept those arenas alive long after
-the document was gone: ``benchmarks/proxy_memory.py`` (ten 2.6 MB
-conversations of ~7,900 messages in turn) showed 74 pymalloc arenas holding
-35 MB of objects and 33 MB of empty pools (``SCALPEL_MEMTRACE_FRAMES=0``,
-``proxy/memtrace.py``). Packed, the same hashes are one allocation of 16
-bytes a message outside pymalloc's small-object arenas. The same goes for the
-ids of the results found dead at the conversation's last decision (what the
-death policy compares the next decision with): a few hundred of the
-document's own id strings, kept alive past it; packed, one JSON array.
+16-byte ``bytes`` object per message (57 bytes each with its list slot),
+allocated in the middle of that request's parse, layout and view: 3.9 MB of
+78,870 objects for ten 2.6 MB conversations of ~7,900 messages
+(``benchmarks/proxy_memory.py`` under tracemalloc, ``proxy/memtrace.py``).
+pymalloc gives an arena (1 MiB) back only when every object in it is freed,
+so survivors scattered over the arenas a request's transient document
+filled can keep those arenas alive after the document is gone. Packed, the
+same hashes are one allocation of 16 bytes a message outside pymalloc's
+small-object arenas (the objects pymalloc held at the 100th request: 34.9 MB
+before, 30.4 MB after). The same goes for the ids of the results found dead
+at the conversation's last decision (what the death policy compares the
+next decision with): a few hundred of the document's own id strings, kept
+alive past it; packed, one JSON array. (Measured over 1,000 requests the
+resident size did not move beyond the run-to-run noise: what pymalloc keeps
+in empty pools varies from 4 to 36 MB between runs of the same tree;
+``benchmarks/RESULTS-proxy-memory.md``.)
 
 ``Digests`` reads like the tuple it replaces (length, index, slice,
 iteration, equality with a tuple of the same hashes); ``packed`` packs a
