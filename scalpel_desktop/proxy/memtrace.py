@@ -8,7 +8,9 @@ in use, free, mmapped), gc counts, threads, what each pipeline stage says it
 holds (``nbytes`` against its budget), and tracemalloc's top allocation sites.
 ``benchmarks/proxy_memory.py`` asks for one at its 500th and last request and
 after its burst. Tracing slows the proxy and costs memory of its own: use it
-to find what is held, never to measure RSS or speed.
+to find what is held, never to measure RSS or speed. ``SCALPEL_MEMTRACE_FRAMES=0``
+writes the same report without tracing (the heap figures and pymalloc's
+arenas, undistorted: tracemalloc's own records live in the heap it reports).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import gc
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -50,6 +53,31 @@ def heap() -> dict[str, int] | None:
     return {"in_use": m.uordblks, "free": m.fordblks, "mmapped": m.hblkhd, "arena": m.arena}
 
 
+def pymalloc() -> dict[str, int]:
+    """pymalloc's arenas (1 MiB each, mapped on their own): allocated now, and the bytes in them that
+    hold objects, that are free in used pools, and in unused pools (``sys._debugmallocstats``)."""
+    want = {"arenas allocated current": "arenas", "bytes in allocated blocks": "in_use",
+            "bytes in available blocks": "free_blocks", "bytes in unused pools": "unused_pools"}
+    with tempfile.TemporaryFile() as f:  # (it writes to fd 2: briefly pointed at a file)
+        saved = os.dup(2)
+        try:
+            os.dup2(f.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode("ascii", "replace")
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.lstrip("# ").partition("=")
+        if "unused pools *" in name:  # "N unused pools * <pool size> bytes = B"
+            name = "bytes in unused pools"
+        if name.strip() in want:
+            out[want[name.strip()]] = int(value.strip().replace(",", ""))
+    return out
+
+
 def held(stages: Iterable[Any]) -> list[tuple[str, int, int, int]]:
     """(what, entries, estimated bytes held, budget) for every stage part that remembers bodies."""
     out = []
@@ -68,6 +96,7 @@ def report(label: str, stages: Iterable[Any]) -> str:
     rss = next((line.split(":", 1)[1].strip() for line in Path("/proc/self/status").read_text().splitlines()
                 if line.startswith("VmRSS:")), "?")
     lines = [f"# {label} at {time.strftime('%H:%M:%S')}", f"VmRSS: {rss}", f"heap: {heap()}",
+             f"pymalloc: {pymalloc()}",
              f"gc counts: {gc.get_count()}, objects tracked: {len(gc.get_objects())}",
              f"threads: {sorted(t.name for t in threading.enumerate())}", "", "## held (what, entries, bytes, budget)"]
     lines += [f"{w}: {n} entries, {b / 1e6:.1f} MB of {cap / 1e6:.1f} MB" for w, n, b, cap in held(stages)]
@@ -107,7 +136,9 @@ def install_from_env(stages: Iterable[Any]) -> threading.Event | None:
         return None
     directory = Path(where)
     directory.mkdir(parents=True, exist_ok=True)
-    tracemalloc.start(int(os.environ.get("SCALPEL_MEMTRACE_FRAMES", "12")))
+    frames = int(os.environ.get("SCALPEL_MEMTRACE_FRAMES", "12"))
+    if frames > 0:
+        tracemalloc.start(frames)
     stop = threading.Event()
     threading.Thread(target=_watch, args=(directory, list(stages), stop), name="scalpel-memtrace",
                      daemon=True).start()

@@ -20,7 +20,18 @@ in-process) and runs off the request path (it releases the GIL; each arena is
 locked only while it is walked). Fixing the mmap threshold instead (so large
 blocks are unmapped when freed) gave memory back as well, but made every
 multi-MB body page-fault afresh: 2-3x slower warm requests in
-``benchmarks/pipeline.py``."""
+``benchmarks/pipeline.py``.
+
+Most of those free heap pages are orjson's: a full parse of a body of n
+bytes asks for one block of about 12 n bytes (its yyjson document pool),
+freed when the parse returns (31 MB for a 2.6 MB body), and once glibc's
+dynamic mmap threshold has risen to that size such pools are carved out of
+the heap, leaving holes of touched pages (a 155 MB heap with 139 MB free
+after 100 such requests, ``SCALPEL_MEMTRACE_FRAMES=0``). Pinning the
+threshold at 8 MB kept them out of the heap (35 MB, 19 MB free), but the
+trims already give those pages back, so over 1,000 requests the resident
+size did not move, while every full parse faulted its pool in afresh (a few
+ms each): not kept (``benchmarks/RESULTS-proxy-memory.md``)."""
 
 from __future__ import annotations
 

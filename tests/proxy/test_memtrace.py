@@ -52,3 +52,21 @@ def test_a_dump_is_written_when_asked_for(monkeypatch, tmp_path):
             stop.set()
         if not was_tracing:
             tracemalloc.stop()
+
+
+def test_pymalloc_figures_are_read_and_without_frames_nothing_is_traced(monkeypatch, tmp_path):
+    figures = memtrace.pymalloc()
+    assert figures["arenas"] >= 1 and figures["in_use"] > 0 and set(figures) == {
+        "arenas", "in_use", "free_blocks", "unused_pools"}
+    if tracemalloc.is_tracing():
+        return  # another test left tracing on: the switch cannot be checked here
+    monkeypatch.setenv(memtrace.ENV, str(tmp_path / "trace"))
+    monkeypatch.setenv("SCALPEL_MEMTRACE_FRAMES", "0")
+    stop = memtrace.install_from_env([_Stage()])
+    try:
+        assert stop is not None and not tracemalloc.is_tracing()
+        text = memtrace.report("plain", [_Stage()])
+        assert "pymalloc: {'arenas'" in text and "## tracemalloc" not in text
+    finally:
+        if stop is not None:
+            stop.set()
