@@ -201,9 +201,7 @@ class StageDriver:
         self.conn = _fresh_log_db()  # the surgery log of this replay only
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
         kind = SharedBodyStage if bodies.share else SurgeryStage
-        cutlog = CutLog(self.conn)
-        cutlog._ids = set()  # a fresh log holds no cut: what its first look-up would read (a query per arm)
-        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), cutlog,
+        self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn, empty=True),
                           Economist(cfg, prices, history), prices)
         if bodies.share:
             self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts

@@ -192,7 +192,8 @@ class ClaudeSettings:
 
         ``edit`` changes ``doc`` in place and returns ``{key_path: previous}`` for
         the scalar keys it replaced (previous = ``ClaudeSettings.MISSING`` when the
-        key was absent); the first recorded previous value of a key wins, so
+        key was absent), and for a non-object that ``object_at`` replaced by an
+        object to hold them; the first recorded previous value of a key wins, so
         applying twice still restores the user's original. Returns the new doc.
         """
         before = self.read_raw()

@@ -70,12 +70,13 @@ class _Commit:
 
 
 class CutLog:
-    def __init__(self, conn: sqlite3.Connection, path: Path | str | None = None):
+    def __init__(self, conn: sqlite3.Connection, path: Path | str | None = None, *, empty: bool = False):
         """``path``: the database file, for the writer's own connection (None: the file of ``conn``;
-        an in-memory database is written on ``conn`` at once)."""
+        an in-memory database is written on ``conn`` at once). ``empty``: the caller made this
+        log just now, so it holds no cut (its first look-up needs no query: the bench's arms)."""
         self.conn = conn
         self._lock = threading.Lock()
-        self._ids: set[str] | None = None
+        self._ids: set[str] | None = set() if empty else None
         self._cache: dict[str, CutRecord] = {}  # records looked up before (active conversations)
         self.path = str(path) if path is not None else _file_of(conn)
         self.worker = Worker("cutlog") if self.path else None

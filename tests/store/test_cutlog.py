@@ -28,6 +28,18 @@ def test_record_lookup_restart_sessions_recent():
     assert again.lookup(["toolu_2"])["toolu_2"] == newer and again.count() == 4
 
 
+def test_a_log_made_just_now_answers_without_a_query_and_learns_what_it_records(tmp_path):
+    conn = db.connect(tmp_path / "dropped.db")
+    log = CutLog(conn, empty=True)
+    conn.execute("DROP TABLE cuts")  # any query would fail now: the answers come from memory
+    assert not log.any_logged() and not log.any_known(["toolu_1"])
+    conn.close()
+    conn = db.connect(tmp_path / "fresh.db")
+    log = CutLog(conn, empty=True)
+    log.record([rec(1)])
+    assert log.any_logged() and log.any_known(["toolu_1"]) and not log.any_known(["toolu_2"])
+
+
 def test_rows_the_log_cannot_take_in_time_are_withdrawn_not_written_later(tmp_path):
     """Under another process's exclusive lock the write is not waited for: it is withdrawn
     (the caller does not send those cuts) and leaves no row once the lock is gone."""
