@@ -46,9 +46,14 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
     if request.endpoint != "messages" or len(request.body) < min_bytes:
         return None
     skeleton = _Lazy(request)
+    body = request.body
     try:
-        if not all(_agrees(stage, request, skeleton) for stage in stages):
-            return None
+        for stage in stages:
+            got = _agrees(stage, request, skeleton)
+            if not got:
+                return None
+            if isinstance(got, bytes):
+                body = got  # (only the surgery stage says what to send: a dropped conversation's cuts)
         skel = skeleton()
     except _Unreadable:
         return None
@@ -56,7 +61,12 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
         return None
     ex = Exchange(request=request, key=skel.key, model=skel.model)
     ex.forwarded = True
-    ex.decision = Decision("unchanged", "a first sighting: sent as it came, analysed after the answer")
+    if body is request.body:
+        ex.decision = Decision("unchanged", "a first sighting: sent as it came, analysed after the answer")
+    else:
+        ex.new_body = body
+        ex.decision = Decision()
+        ex.decision.add("replayed", "a dropped conversation: its cuts re-applied, analysed after the answer")
     return ex
 
 
@@ -81,12 +91,14 @@ class _Lazy:
         return self._skel
 
 
-def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -> bool:
+def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -> bool | bytes:
+    """The stage's ``may_defer``: False, True, or the bytes to send instead of the request's."""
     ask = getattr(stage, "may_defer", None)
     if ask is None:
         return not getattr(stage, "mutates", True)
     try:
-        return bool(ask(request, skeleton))
+        got = ask(request, skeleton)
+        return got if isinstance(got, bytes) and got else bool(got)
     except _Unreadable:
         raise
     except Exception:  # noqa: BLE001 - any doubt: the usual path
@@ -98,14 +110,15 @@ def replay_request(stages: Sequence[Any], ex: Exchange) -> None:
     """Every stage's ``on_request`` for an exchange already sent as it came (after its answer)."""
     ex.key = None  # the full document's key, not the skeleton's (they agree; the document is the record)
     ex.decision = Decision()  # what the stages decide, as on the usual path
+    sent = ex.new_body
     for stage in stages:
         try:
             stage.on_request(ex)
         except Exception:  # noqa: BLE001
             log.exception("stage %s failed on a first sighting's request, after its answer",
                           getattr(stage, "name", stage))
-        if ex.new_body is not None:
+        if ex.new_body is not sent:
             # Nothing can change a body that went out already: a stage that tried is wrong.
-            log.error("stage %s changed a first sighting that had been sent as it came; ignored",
+            log.error("stage %s changed a first sighting that had been sent already; ignored",
                       getattr(stage, "name", stage))
-            ex.new_body = None
+            ex.new_body = sent

@@ -78,6 +78,7 @@ class CutLog:
         self._lock = threading.Lock()
         self._ids: set[str] | None = set() if empty else None
         self._cache: dict[str, CutRecord] = {}  # records looked up before (active conversations)
+        self._learned: list[str] = []  # ids logged by this process, in order (surgery/ghost.py)
         self.path = str(path) if path is not None else _file_of(conn)
         self.worker = Worker("cutlog") if self.path else None
         self._wconn: sqlite3.Connection | None = None  # the worker's connection (opened on the worker)
@@ -185,9 +186,20 @@ class CutLog:
                                           isolation_level=None)
         return self._wconn
 
+    def mark(self) -> int:
+        """How many cuts this process has logged so far (``learned_since`` takes it)."""
+        with self._lock:
+            return len(self._learned)
+
+    def learned_since(self, mark: int) -> list[str]:
+        """The ids of the cuts logged since ``mark``."""
+        with self._lock:
+            return self._learned[mark:]
+
     def _known_now(self, rows: list[tuple]) -> None:
         with self._lock:
             self._known().update(r[0] for r in rows)
+            self._learned.extend(r[0] for r in rows)
             for r in rows:
                 self._cache[r[0]] = CutRecord(*r)
 
@@ -208,6 +220,7 @@ class CutLog:
                 self.conn.executemany(_INSERT, rows)
             if self._ids is not None:
                 self._ids.update(r[0] for r in rows)
+            self._learned.extend(r[0] for r in rows)
             for r in rows:
                 self._cache.pop(r[0], None)
         return len(rows)

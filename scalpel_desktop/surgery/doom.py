@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from scalpel_desktop.accounting.tokens import estimate_tokens
 from scalpel_desktop.surgery.file_access import FILE_WRITERS, _Access, bash_read, file_access  # noqa: F401 (bash_read re-exported)
 from scalpel_desktop.config import setting as _setting
+from scalpel_desktop.surgery.doom_watch import watch_of
 from scalpel_desktop.wire.hashing import canonical_bytes
 from scalpel_desktop.wire.view import ConversationView, ToolResult
 
@@ -118,7 +119,8 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     calls and allocations; tests/surgery/test_doom_fast.py checks the answers
     against the plain form of the same rules (tests/surgery/doom_reference.py).
     """
-    kinds, keep_recent, failed_age, stale_min, stale_age, min_cut, cut_mcp = doom_limits(config_like, tier)
+    limits = doom_limits(config_like, tier)
+    kinds, keep_recent, failed_age, stale_min, stale_age, min_cut, cut_mcp = limits
 
     results = view.tool_results
     n = len(results)
@@ -218,6 +220,7 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
     protected_from = max(0, n - keep_recent)
     stale_on = "stale_large" in kinds
     spans: list[DoomSpan] = []
+    span_pos: list[int] = []
     for pos in range(protected_from):
         f = facts[pos]
         allowed = f.allowed_mcp if cut_mcp else f.allowed
@@ -233,6 +236,10 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
                 verdict = (at, 4)
         if verdict is not None:
             spans.append(DoomSpan(r.id, KINDS[verdict[1]], f.tokens, r.unit_index, verdict[0]))
+            span_pos.append(pos)
+    # What the next request's new results would have to do to make a new cut (surgery/ghost.py).
+    view.for_next["watch"] = watch_of(st, facts, results, limits, spans, span_pos, cwd, bash_cd_seen, stale_on,
+                                      len(view.units))
     return spans
 
 

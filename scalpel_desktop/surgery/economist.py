@@ -235,6 +235,11 @@ class Economist:
             return min(cp, last), "client-rewrite"
         return min(cp, last), "append"
 
+    def entry_units(self, key: Hashable) -> set[int]:
+        """Where a conversation's cache entries end (message counts, every model's)."""
+        conv = self.conversations.get(key)
+        return {m.units for marks in conv.entries.values() for m in marks} if conv is not None else set()
+
     # ---------------------------------------------------------------- decide
     def decide(self, shape: RequestShape, candidates: Sequence[Candidate],
                policy: str | None = None, brk: Break | None = None) -> Plan:

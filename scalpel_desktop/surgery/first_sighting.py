@@ -26,6 +26,7 @@ from typing import Any
 from scalpel_desktop.exchange import Exchange, SurgerySent
 from scalpel_desktop.surgery.doom import STUB_TOKENS
 from scalpel_desktop.surgery.exclude import excluded
+from scalpel_desktop.surgery.ghost import ghost_body
 from scalpel_desktop.surgery.memo import messages_in
 from scalpel_desktop.surgery.offsets import result_ids
 from scalpel_desktop.surgery.plan import Candidate, Plan
@@ -68,9 +69,11 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
     return True
 
 
-def may_defer(stage: Any, request: Any, skeleton: Any) -> bool:
+def may_defer(stage: Any, request: Any, skeleton: Any) -> bool | bytes:
     """``send_as_it_came`` from the body's skeleton alone (``pipeline/lane.py``): True only when the
-    stage would surely send this first sighting as it came, so it can go before the stage looks."""
+    stage would surely send this first sighting as it came, so it can go before the stage looks.
+    A known conversation the memo dropped: the bytes its full path would surely send (its logged
+    cuts re-applied, nothing new cut: ``surgery/ghost.py``), or False."""
     if request.endpoint != "messages":
         return True  # only Messages bodies take the lane (and this stage is not asked of others)
     if not stage.defer_first_sightings:
@@ -81,6 +84,8 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool:
         if stage.memo.get(ckey) is not None:
             return False
         pol = policy_named(stage._get("policy"))
+        if ckey in stage.economist.conversations:
+            return ghost_body(stage, request, skeleton, ckey, pol.name) or False
         return _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1))
 
 
@@ -127,6 +132,15 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     if dirs and excluded(view.cwd(), dirs):
         ex.decision.note("working directory excluded")
         return
+    # What went out: as it came, or a known conversation's body with its logged cuts (``ghost_body``).
+    replayed = stage._reapply(view) if ex.new_body is not None else {}
+    body = view.serialize() if view.replaced else req.body
+    if body != ex.body_to_send():
+        log.error("a dropped conversation's request went out other than its full path would send it; "
+                  "the conversation is analysed anew on its next request")
+        stage.economist.conversations.pop(ckey, None)
+        ex.decision.note("sent other than the full path would have: analysed anew next time")
+        return
     shape = stage._shape(ex, doc, ckey, model, stage._hashes(view, layout), layout, pol)
     brk = stage.economist.natural_break(shape)
     # What the full path would have looked at, decided and recorded (its figures included).
@@ -139,11 +153,15 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)
     if plan.cut_ids:  # send_as_it_came ruled this out: say so rather than record a cut never sent
         log.warning("a first sighting went out as it came where the full path would have cut (%s)", plan.reason)
-        plan = Plan(natural_break=brk, reason=f"sent as it came (a first sighting); {plan.reason}",
-                    figures=plan.figures)
+        plan = Plan(natural_break=brk, reason=f"sent before its analysis; {plan.reason}", figures=plan.figures)
     serial = stage.economist.record_sent(shape, shape.unit_hashes, brk)
-    ex.surgery = SurgerySent(serial, ckey, model)
+    ex.surgery = sent = SurgerySent(serial, ckey, model)
+    positions = stage._stub_positions(body, view, replayed, []) if replayed else []
+    sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
+    sent.bytes_removed = len(req.body) - len(body)
     if layout is not None:
-        stage._remember(ckey, req.body, layout, view, None, list(shape.unit_hashes), [])
+        stage._remember(ckey, req.body, layout, view, body if view.replaced else None, list(shape.unit_hashes),
+                        positions)
     dead = {"dead_left": sum(s.tokens for s in spans)} if looked else None
-    stage._decide(ex, plan, replayed=0, cuts=[], removed=0, extra=dead)
+    stage._decide(ex, plan, replayed=len(replayed), cuts=[], removed=sum(t for _, _, t, _ in sent.stubs),
+                  extra=dead)

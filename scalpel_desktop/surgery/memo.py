@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 from scalpel_desktop.wire.held import MB, doc_bytes, layout_bytes, view_bytes
 from scalpel_desktop.wire.layout import Layout, head_of
@@ -79,11 +79,15 @@ class Memo:
     taken off when it goes: a snapshot changed in between cannot skew the count.
     """
 
-    def __init__(self, size: int = 8, max_bytes: int = MEMO_MAX_BYTES):
+    def __init__(self, size: int = 8, max_bytes: int = MEMO_MAX_BYTES,
+                 evicted: Callable[[Hashable, Snapshot | None], None] | None = None):
+        """``evicted(key, snapshot)``: told of every snapshot that goes, with it when it was pushed
+        out (to make room), with None when it was dropped or replaced (``surgery/ghost.py``)."""
         self.size = size
         self._items: OrderedDict[Hashable, Snapshot] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
         self._bytes = 0
+        self.evicted = evicted
         self.max_bytes = max_bytes
 
     @property
@@ -114,6 +118,8 @@ class Memo:
         self.drop(key)
         size = snap.nbytes()
         if size > self.max_bytes or self.size <= 0:
+            if self.evicted is not None:
+                self.evicted(key, snap)  # too large to keep whole: what little it leaves is kept
             return
         self._items[key] = snap
         self._sizes[key] = size
@@ -128,13 +134,16 @@ class Memo:
         if need > self.max_bytes:
             return
         while self._items and self._bytes + need > self.max_bytes:
-            self.drop(next(iter(self._items)))
+            self.drop(next(iter(self._items)), pushed_out=True)
 
     def shrink(self) -> None:
         """Drop least recently used snapshots until both bounds hold (after ``max_bytes`` changed too)."""
         while self._items and (len(self._items) > self.size or self._bytes > self.max_bytes):
-            self.drop(next(iter(self._items)))
+            self.drop(next(iter(self._items)), pushed_out=True)
 
-    def drop(self, key: Hashable) -> None:
-        if self._items.pop(key, None) is not None:
+    def drop(self, key: Hashable, pushed_out: bool = False) -> None:
+        snap = self._items.pop(key, None)
+        if snap is not None:
             self._bytes -= self._sizes.pop(key)
+        if self.evicted is not None:
+            self.evicted(key, snap if pushed_out else None)

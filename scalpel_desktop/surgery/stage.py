@@ -17,13 +17,12 @@ For each API request with a conversation view:
 ``on_response`` tells the economist when the response ended (the TTL runs from
 there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
-Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``) and
-extended when nothing is cuttable; both paths end in one decision builder
-(``_decide``) and compute the natural break once. A first sighting that needs
-no change goes out as it came, analysed after its response (``first_sighting``);
-otherwise parse-reuse's layout is used, or found once. Writes (spill, cut log)
-are waited on ``write_wait_ms`` at most; a cut not landed is not sent.
-Everything is injectable (the bench sets ``ex.client_rewrite_at``).
+Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``; a dropped one
+leaves a ``surgery/ghost.py``), extended when nothing is cuttable; both paths end in
+one decision builder (``_decide``) and compute the natural break once. A first sighting
+that needs no change goes out at once, analysed after its response (``first_sighting``);
+else parse-reuse's layout is used, or found once. Writes (spill, cut log) are waited on
+``write_wait_ms`` at most; a cut not landed is not sent. Everything is injectable.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
 from scalpel_desktop.surgery import first_sighting
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
+from scalpel_desktop.surgery.ghost import Ghosts
 from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
@@ -85,7 +85,8 @@ class SurgeryStage:
         self.surgeon = Surgeon(spill, cutlog)  # build_surgery_stage bounds its writes (the proxy's)
         # (view, config, tier=) -> doom spans; the bench shares one analysis per body across its arms
         self.find_spans = find_doom_spans
-        self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB)
+        self.ghosts = Ghosts(getattr(cutlog, "mark", lambda: 0), self.economist.entry_units)  # (surgery/ghost.py)
+        self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB, evicted=self.ghosts.evicted)
         # A first sighting that needs no change goes out at once, analysed after its response.
         self.defer_first_sightings = True
         # The proxy runs the pipeline on a thread pool: one request at a time in here
@@ -344,8 +345,7 @@ class SurgeryStage:
             return
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
 
-    # ------------------------------------------------------------------ helpers
-    _hashes = staticmethod(sent_unit_hashes)
+    _hashes = staticmethod(sent_unit_hashes)  # ---------------------------------------- helpers
     # (the bench shares one rewritten body, its verdict and its stubs' offsets across the arms that send it)
     _serialize, _rewrite_problem = staticmethod(ConversationView.serialize), staticmethod(rewrite_problem)
     _stub_positions = staticmethod(stub_positions)

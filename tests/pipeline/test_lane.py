@@ -169,7 +169,7 @@ def test_no_stage_can_change_what_went_out_and_one_that_cannot_say_keeps_the_usu
     with caplog.at_level(logging.ERROR, logger="scalpel.pipeline"):
         _done(chain, ex, 1000.0)
     assert ex.new_body is None and ex.body_to_send() is body
-    assert "changed a first sighting that had been sent as it came" in caplog.text
+    assert "changed a first sighting that had been sent already" in caplog.text
 
     silent = Chain([ParseReuse(min_bytes=0), Identify(), _Silent()])
     silent.lane_min_bytes = 0

@@ -1,0 +1,316 @@
+"""What is kept of a conversation the memo dropped, so its next request need not wait for a full analysis.
+
+The memo (``surgery/memo.py``) holds a few conversations' whole previous
+request: the parsed document, the view, the raw bytes. Several long
+conversations at once push each other out, and a conversation pushed out had
+its next request parsed, laid out and analysed in full before it could go:
++18 ms at 3 MB, +97 ms for 9,000 small messages (issue 12).
+
+When the memo drops a snapshot it leaves a ``Ghost``: a few numbers, the
+sent hashes the economist holds anyway, the bytes of the messages its stubs
+went into, and the doom analysis's ``Watch`` (``surgery/doom_watch.py``).
+The next request takes the first-sighting lane (``pipeline/lane.py``: sent
+before any stage parses it, analysed in full after its answer) only when all
+of this holds, each a fact checked, none a guess:
+
+1. it repeats the previous request's bytes through its second-to-last
+   message (``hash`` of that prefix, and its length), and that last message
+   is unchanged but for its cache marker (its economist hash);
+2. what follows round-trips through the codec (as the full path requires)
+   and holds no logged cut; no cut was logged since the ghost for a result
+   of the prefix;
+3. the economist's natural break is at or after the previous last message:
+   a warm cache, the same system, tools and settings (its own
+   ``natural_break`` on the request's true shape);
+4. the policy cuts only at the break or a result's death (``off``,
+   ``cold``, ``death``: not ``payback``), no working directory is excluded,
+   and the new results cannot make anything cuttable (``may_kill``).
+
+Then the full analysis would cut nothing new, and what it sends is known:
+the previous request's sent prefix (its stubs re-applied: the same bytes)
+and the new bytes. That is what goes out; the analysis after the answer
+checks it (``first_sighting.analyse_after``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Hashable, Iterable
+
+from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
+from scalpel_desktop.surgery.doom import STUB_TOKENS, doom_limits
+from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
+from scalpel_desktop.surgery.pin import Pinnable
+from scalpel_desktop.surgery.plan import Candidate
+from scalpel_desktop.surgery.policies import policy_named
+from scalpel_desktop.surgery.economist import tool_changes_beta
+from scalpel_desktop.surgery.plan import RequestShape
+from scalpel_desktop.wire.cache_rules import MARKED_TAIL, MAX_BREAKPOINTS, message_ttl_s
+from scalpel_desktop.wire.formats import view_for
+from scalpel_desktop.wire.hashing import message_hash, region_hash
+from scalpel_desktop.wire.jsoncodec import dumps, loads
+from scalpel_desktop.wire.layout import CLOSE, COMMA, MESSAGES_KEY
+from scalpel_desktop.wire.view import regions
+
+log = logging.getLogger("scalpel.surgery")
+
+# Ghosts kept at most (least recently dropped first out), and the memory they may hold.
+GHOSTS_MAX = 64
+GHOSTS_MAX_BYTES = 8 * 1024 * 1024
+_TAIL_KEY = "\u0000scalpel-ghost-tail"
+_TAIL_OPEN = b'{"\\u0000scalpel-ghost-tail":['
+_MARK = "\u0000scalpel-ghost-messages\u0000"
+_MARK_BYTES = dumps(_MARK)
+# Policies whose only warm cut is at a result's death (what the watch rules out); ``payback`` cuts any dead result.
+_SERVED = frozenset({"off", "cold", "death"})
+
+
+@dataclass(frozen=True)
+class Ghost:
+    units: int  # messages of the previous request
+    head_len: int  # its bytes through its second-to-last message
+    head_hash: int
+    sent_hashes: Any  # the economist's hash of each message as sent (shared with the snapshot)
+    splices: tuple  # (start, end, sent bytes) of each message of the head that went out changed
+    watch: Watch
+    cut_mark: int  # the cut log's count of learned cuts when the ghost was made
+    stubbed: frozenset  # the results it sent as stubs
+    sizes: Any  # each message's compact bytes as received (shared with the snapshot's layout)
+    pins: dict  # message -> may its last block take a marker, for the messages the economist's entries end at
+
+    def nbytes(self) -> int:
+        return 200 + 48 * len(self.sent_hashes) + sum(len(b) + 100 for *_, b in self.splices) \
+            + self.watch.nbytes() + 100 * (len(self.stubbed) + len(self.pins))
+
+
+def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | None:
+    """The ghost of a dropped snapshot, or None when it has no full analysis of its own body.
+    ``marked``: the message counts the economist's cache entries for it end at (``pin_for`` asks
+    whether the last of those messages may take a marker: the ghost answers for them)."""
+    view = snap.view
+    watch = view.for_next.get("watch") if view is not None else None
+    layout = snap.layout
+    n = len(layout.ends)
+    if watch is None or n < 2 or watch.units != n or len(snap.sent_hashes) != n:
+        return None
+    ends, sizes = layout.ends, layout.sizes
+    splices = []
+    if snap.sent is not None:
+        sent, raw, shift = snap.sent, snap.raw, snap.shift
+        start0 = ends[0] - sizes[0]
+        if shift[n - 1] != shift[n - 2] or sent[:start0] != raw[:start0]:
+            return None  # the last message, or what precedes the messages, went out changed
+        before = 0
+        for i in range(n - 1):
+            a, b = ends[i] - sizes[i], ends[i]
+            got = sent[a + before: b + shift[i]]
+            if shift[i] != before or got != raw[a:b]:
+                splices.append((a, b, got))
+            before = shift[i]
+    head_len = ends[n - 2]
+    msgs = view.original_doc.get("messages")
+    pinnable = Pinnable(msgs)
+    pins = {u - 1: pinnable[u - 1] for u in marked if 0 < u < n}
+    return Ghost(n, head_len, hash(memoryview(snap.raw)[:head_len]), snap.sent_hashes, tuple(splices), watch,
+                 cut_mark, frozenset(view.replaced), layout.sizes, pins)
+
+
+class Ghosts:
+    """The ghosts of dropped conversations, bounded by count and by bytes (least recently dropped out)."""
+
+    def __init__(self, cut_mark: Callable[[], int] = lambda: 0,
+                 marked: Callable[[Hashable], Iterable[int]] = lambda key: (), size: int = GHOSTS_MAX,
+                 max_bytes: int = GHOSTS_MAX_BYTES):
+        """``cut_mark``: the cut log's ``mark`` (a ghost made now knows which cuts it has seen);
+        ``marked(key)``: where the economist's cache entries for a conversation end."""
+        self.cut_mark, self.marked = cut_mark, marked
+        self.size, self.max_bytes = size, max_bytes
+        self._items: OrderedDict[Hashable, tuple[Ghost, int]] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Ghost | None:
+        got = self._items.get(key)
+        return got[0] if got is not None else None
+
+    def keep(self, key: Hashable, ghost: Ghost | None) -> None:
+        self.drop(key)
+        if ghost is None:
+            return
+        size = ghost.nbytes()
+        if size > self.max_bytes:
+            return
+        self._items[key] = (ghost, size)
+        self._bytes += size
+        while len(self._items) > self.size or self._bytes > self.max_bytes:
+            self.drop(next(iter(self._items)))
+
+    def evicted(self, key: Hashable, snap: Any) -> None:
+        """The memo let ``key``'s snapshot go: its ghost is kept when it was pushed out (``snap``),
+        any older one dropped when it was dropped or replaced (None). Never raises (the memo's
+        caller is on a request's path): a ghost that cannot be made is simply not kept."""
+        ghost = None
+        if snap is not None:
+            try:
+                ghost = ghost_of(snap, self.cut_mark(), self.marked(key))
+            except Exception:  # noqa: BLE001 - no ghost: the next request takes the full path
+                log.exception("the ghost of a dropped conversation could not be made")
+        self.keep(key, ghost)
+
+    def drop(self, key: Hashable) -> None:
+        got = self._items.pop(key, None)
+        if got is not None:
+            self._bytes -= got[1]
+
+
+def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: str) -> bytes | None:
+    """The bytes the full path would send for this request, when it is sure to cut nothing new
+    (the module docstring's four conditions); None: the request needs the full path."""
+    g = stage.ghosts.get(ckey)
+    raw = request.body
+    if g is None or policy not in _SERVED or stage._get("exclude_dirs"):
+        return None
+    k = g.units - 1
+    if len(skeleton) < k + MARKED_TAIL or len(raw) <= g.head_len or raw[g.head_len] != COMMA:
+        return None
+    if hash(memoryview(raw)[:g.head_len]) != g.head_hash or doom_limits(stage.config) != g.watch.limits:
+        return None
+    doc, tail_hashes, tail_sizes = _tail(raw, g.head_len)
+    if doc is None or tail_hashes[0] != g.sent_hashes[k]:
+        return None  # not JSON the codec writes back, or the last message changed (beyond its marker)
+    view = view_for("messages", doc)
+    ids = [r.id for r in view.tool_results] if view is not None else None
+    if ids is None or stage.cutlog.any_known(ids) or _cut_since(stage.cutlog, g, raw):
+        return None
+    system, tools, settings = regions("messages", doc)
+    shape = RequestShape(
+        key=ckey, model=skeleton.model, at=request.received_at,
+        unit_hashes=tuple(g.sent_hashes[:k]) + tuple(tail_hashes), tools_hash=region_hash(tools),
+        system_hash=region_hash(system), settings_hash=region_hash(settings),
+        ttl_s=message_ttl_s("messages", doc), tool_changes_ok=tool_changes_beta(request.headers))
+    brk = stage.economist.natural_break(shape)
+    if brk.index < k:
+        return None  # a cold cache, or a changed prefix: a free cut may wait there
+    if policy != "off" and not _nothing_new_to_cut(stage, g, request, shape, brk, doc, view, tail_sizes, policy):
+        return None
+    if not g.splices:
+        return raw
+    parts, at = [], 0
+    for a, b, sent in g.splices:
+        parts += (raw[at:a], sent)
+        at = b
+    parts.append(raw[at:])
+    return b"".join(parts)
+
+
+def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape, brk: Any, doc: dict, view: Any,
+                        tail_sizes: list, policy: str) -> bool:
+    """Would the full analysis cut nothing? Its candidates, known from the watch when no new result
+    kills one (``may_kill``), put to the economist as the full path would put them."""
+    k = g.units - 1
+    units = k + len(doc["messages"])
+    if may_kill(g.watch, view, 1, units) is not None:
+        return False
+    pol = policy_named(policy)
+    new = sum(1 for r in view.tool_results if r.unit_index >= 1)
+    keep_recent = int(stage._get("keep_recent"))
+    if not pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index + k >= brk.index), keep_recent):
+        return True  # the full path would not look: nothing to cut
+    spans = candidates(g.watch, units, g.watch.results + new, g.stubbed)
+    if not spans:
+        return True
+    total = estimate_tokens_bytes(len(request.body))
+    conv = stage.economist.conversations.get(shape.key)
+    seen = conv.dead_seen if conv is not None else None
+    # The warm rule weighs only results dead before the break (and under ``death``, newly dead):
+    # without one it returns before it reads the messages' sizes and pins (payback.payback_plan).
+    weighed = [s for s in spans if s.unit_index < brk.index and not (getattr(pol, "only_new", False) and seen and s.tool_use_id in seen)]
+    if pol.warm and weighed:  # (as SurgeryStage._shape builds it)
+        sizes = list(g.sizes[:k]) + tail_sizes
+        unit_pinnable, free = ([], 0) if "cache_control" in doc else \
+            (_Pins(g.pins, k, doc["messages"]), max(0, MAX_BREAKPOINTS - request.body.count(b'"cache_control"')))
+        shape = replace(shape, unit_tokens=[int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes],
+                        unit_pinnable=unit_pinnable, free_markers=free, total_tokens=total)
+    else:
+        shape = replace(shape, total_tokens=total)
+    try:
+        plan = stage.economist.decide(shape, [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind)
+                                              for s in spans], policy=policy, brk=brk)
+    except _NotPinned:
+        return False  # the economist asked about a message the ghost cannot answer for
+    finally:
+        if conv is not None:
+            conv.dead_seen = seen  # asked, not decided: the full analysis after the answer decides
+    return not plan.cut_ids
+
+
+class _NotPinned(Exception):
+    pass
+
+
+class _Pins:
+    """``pin.Pinnable`` for a request of which only the last messages are parsed: the ghost answers
+    for the messages the economist's entries end at, the parsed ones answer for themselves."""
+
+    def __init__(self, pins: dict, k: int, tail: list):
+        self.pins, self.k, self.tail = pins, k, Pinnable(tail)
+
+    def __len__(self) -> int:
+        return self.k + len(self.tail)
+
+    def __getitem__(self, i: int) -> bool:
+        if i >= self.k:
+            return self.tail[i - self.k]
+        got = self.pins.get(i)
+        if got is None:
+            raise _NotPinned()
+        return got
+
+
+def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list]:
+    """The request without its first messages (those through ``head_len``), each remaining message's
+    economist hash and size; (None, [], []) unless the whole body is what the codec writes back."""
+    start = raw.find(MESSAGES_KEY)
+    if start < 0 or start + len(MESSAGES_KEY) > head_len:
+        return None, [], []
+    try:
+        head = loads(raw[:start] + b"}") if raw[start - 1:start] == b"{" else loads(raw[:start - 1] + b"}")
+        rest = loads(_TAIL_OPEN + raw[head_len + 1:])
+    except ValueError:
+        return None, [], []
+    if not isinstance(head, dict) or not isinstance(rest, dict):
+        return None, [], []
+    msgs = rest.pop(_TAIL_KEY, None)
+    if not isinstance(msgs, list) or not msgs or "messages" in head or "messages" in rest or _TAIL_KEY in head:
+        return None, [], []
+    hashes, sizes, cursor = [], [], head_len + 1
+    for i, m in enumerate(msgs):
+        data = dumps(m)
+        stop = cursor + len(data)
+        if raw[cursor:stop] != data or stop >= len(raw) or raw[stop] != (COMMA if i < len(msgs) - 1 else CLOSE):
+            return None, [], []
+        hashes.append(message_hash(m, data))
+        sizes.append(len(data))
+        cursor = stop + 1
+    doc = dict(head)
+    doc["messages"] = _MARK
+    doc.update(rest)
+    shell = dumps(doc)
+    at = shell.find(_MARK_BYTES)
+    if at < 0 or shell[:at] != raw[:start + len(MESSAGES_KEY) - 1] or shell[at + len(_MARK_BYTES):] != raw[cursor:]:
+        return None, [], []
+    doc["messages"] = msgs
+    return doc, hashes, sizes
+
+
+def _cut_since(cutlog: Any, g: Ghost, raw: bytes) -> bool:
+    """A cut logged since the ghost for a result of its prefix (a resumed copy of the conversation
+    cut it): the full path would re-apply it."""
+    for tid in cutlog.learned_since(g.cut_mark):
+        if raw.find(b'"tool_use_id":' + dumps(tid), 0, g.head_len) >= 0:
+            return True
+    return False

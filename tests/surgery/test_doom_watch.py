@@ -1,0 +1,83 @@
+"""surgery/doom_watch.py: from one request's analysis alone, the next request's candidates are exactly
+what the full analysis finds, whenever ``may_kill`` says none of its new results killed anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalpel_desktop.bench.reader import iter_sequences, read_corpus
+from scalpel_desktop.bench.stage_driver import SequenceBodies
+from scalpel_desktop.surgery.doom import find_doom_spans
+from scalpel_desktop.surgery.doom_watch import candidates, may_kill
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
+from scalpel_desktop.wire.formats import view_for
+from tests.support import corpus_dir
+
+AGGRESSIVE = {"tier": 2, "keep_recent": 2, "min_cut_tokens": 1, "stale_min_tokens": 50, "stale_age_messages": 4,
+              "failed_age_messages": 2, "cut_mcp_results": False}
+
+
+def _next_candidates(prev_doc: dict, doc: dict, config: dict):
+    """(what the watch of ``prev_doc``'s analysis says ``doc``'s candidates are, or None when
+    ``may_kill`` sends it to the full path; what the full analysis finds)."""
+    prev = view_for("messages", prev_doc)
+    find_doom_spans(prev, config)
+    watch = prev.for_next["watch"]
+    msgs, n = doc["messages"], len(prev_doc["messages"])
+    view = view_for("messages", doc)
+    truth = find_doom_spans(view, config)
+    tail = view_for("messages", {"messages": msgs[n - 1:]})
+    if may_kill(watch, tail, 1, len(msgs)) is not None:
+        return None, truth
+    return candidates(watch, len(msgs), len(view.tool_results), ()), truth
+
+
+@pytest.mark.parametrize("config", [{"tier": 2}, {"tier": 1}, AGGRESSIVE])
+def test_on_real_sessions_the_watch_knows_the_next_candidates(config):
+    vouched = grew = 0
+    for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
+        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        prev = None
+        for k in range(len(seq.requests)):
+            _, doc = bodies.doc(k)
+            if prev is not None and len(doc["messages"]) > len(prev["messages"]) \
+                    and doc["messages"][:len(prev["messages"]) - 1] == prev["messages"][:-1]:
+                got, truth = _next_candidates(prev, doc, config)
+                if got is not None:
+                    assert got == truth, (seq.name, k)
+                    vouched += 1
+                    grew += len(truth) > 0
+            prev = doc
+    assert vouched >= 300 and grew >= 50, (vouched, grew)  # the comparison covered real candidates
+
+
+def _grown(steps) -> tuple[dict, dict]:
+    s = SessionBuilder()
+    s.call("Read", {"file_path": "/home/user/proj/a.py"}, file_text("a", 200))
+    s.call("Read", {"file_path": "/home/user/proj/b.py"}, file_text("b", 200))
+    before = s.body()
+    steps(s)
+    return before, s.body()
+
+
+@pytest.mark.parametrize("step,why", [
+    (lambda s: s.call("Edit", {"file_path": "/home/user/proj/a.py", "old_string": "a", "new_string": "b"}, "ok"),
+     "a file read before"),
+    (lambda s: s.call("Read", {"file_path": "/home/user/proj/c.py"}, file_text("b", 200)), "the same content again"),
+    (lambda s: s.call("Bash", {"command": "cd /tmp && ls"}, "x"), "a cd"),
+    (lambda s: (s.call("Bash", {"command": "false"}, file_text("err", 80), True), s.call("Glob", {"pattern": "*"}, "a")),
+     "a failed result dies"),
+])
+def test_a_new_result_that_may_kill_sends_the_request_to_the_full_path(step, why):
+    before, after = _grown(step)
+    prev = view_for("messages", before)
+    find_doom_spans(prev, AGGRESSIVE)
+    tail = view_for("messages", {"messages": after["messages"][len(before["messages"]) - 1:]})
+    assert may_kill(prev.for_next["watch"], tail, 1, len(after["messages"])) == why
+
+
+def test_a_new_read_of_a_new_file_kills_nothing_and_age_makes_its_candidates_exactly():
+    before, after = _grown(lambda s: [s.call("Read", {"file_path": f"/home/user/proj/n{i}.py"}, file_text(f"n{i}", 30))
+                                      for i in range(3)])
+    got, truth = _next_candidates(before, after, AGGRESSIVE)
+    assert got == truth and {s.kind for s in truth} == {"stale_large"}  # the first reads aged out on the way
