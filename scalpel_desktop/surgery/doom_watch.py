@@ -26,13 +26,15 @@ scan's end state (``doom.find_doom_spans``) when it last ran:
   be large enough itself.
 
 Nothing is estimated: these are the doom rules' own triggers and figures,
-read from the same facts (``doom._Facts``).
+read from the same facts (``result_facts._Facts``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from scalpel_desktop.surgery.result_facts import KINDS, DoomSpan, _Facts
 
 INF = 1 << 62
 
@@ -67,8 +69,6 @@ def watch_of(st: Any, facts: list, results: list, limits: Any, spans: list, span
              cd_seen: bool, stale_on: bool, units: int) -> Watch:
     """The watch of a finished scan (``st``: its end state; ``facts``: each result's; ``spans``: the
     candidates it found, at ``span_pos``)."""
-    from scalpel_desktop.surgery.doom import KINDS  # (doom builds watches: imported late)
-
     stale = KINDS.index("stale_large")
     cands = set(span_pos)
     deaths: dict[int, list] = {}
@@ -98,8 +98,6 @@ def candidates(watch: Watch, units_now: int, results_now: int, stubbed: Iterable
     """The candidates of a request that extends the watched one by new results none of which killed
     anything (``may_kill`` said None): ``units_now`` messages, ``results_now`` tool results, the
     results ``stubbed`` cut already. What ``find_doom_spans`` would return, in its order."""
-    from scalpel_desktop.surgery.doom import KINDS, DoomSpan
-
     last = units_now - 1
     protected_from = results_now - watch.limits.keep_recent
     gone = stubbed if isinstance(stubbed, (set, frozenset)) else set(stubbed)
@@ -120,8 +118,6 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
     ``view``: a view of the request's messages from some unit on (``first_new_unit``: the first
     message the watched request did not have, in the view's own numbering; ``units_now``: how
     many messages the whole request has)."""
-    from scalpel_desktop.surgery.doom import _Facts  # (doom builds watches: imported late)
-
     last = units_now - 1
     limits = watch.limits
     offset = units_now - len(view.units)  # a unit of the view is unit + offset of the request

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
-from scalpel_desktop.surgery.doom import STUB_TOKENS, doom_limits
+from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
 from scalpel_desktop.surgery.pin import Pinnable
 from scalpel_desktop.surgery.plan import Candidate
