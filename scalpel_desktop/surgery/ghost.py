@@ -14,7 +14,7 @@ before any stage parses it, analysed in full after its answer) only when all
 of this holds, each a fact checked, none a guess:
 
 1. it repeats the previous request's bytes through its second-to-last
-   message (``hash`` of that prefix, and its length), and that last message
+   message (a 128-bit digest of that prefix, and its length), and that last message
    is unchanged but for its cache marker (its economist hash);
 2. what follows round-trips through the codec (as the full path requires)
    and holds no logged cut; no cut was logged since the ghost for a result
@@ -38,6 +38,8 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable
+
+from xxhash import xxh3_128_intdigest
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
 from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
@@ -65,13 +67,15 @@ _MARK = "\u0000scalpel-ghost-messages\u0000"
 _MARK_BYTES = dumps(_MARK)
 # Policies whose only warm cut is at a result's death (what the watch rules out); ``payback`` cuts any dead result.
 _SERVED = frozenset({"off", "cold", "death"})
+MARKER = b'"cache_control"'  # (counted as pin.pinnable counts them)
 
 
 @dataclass(frozen=True)
 class Ghost:
     units: int  # messages of the previous request
     head_len: int  # its bytes through its second-to-last message
-    head_hash: int
+    head_hash: int  # xxh3-128 of those bytes
+    head_markers: int  # cache markers in them (the economist counts the free ones)
     sent_hashes: Any  # the economist's hash of each message as sent (shared with the snapshot)
     splices: tuple  # (start, end, sent bytes) of each message of the head that went out changed
     watch: Watch
@@ -113,8 +117,9 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     msgs = view.original_doc.get("messages")
     pinnable = Pinnable(msgs)
     pins = {u - 1: pinnable[u - 1] for u in marked if 0 < u < n}
-    return Ghost(n, head_len, hash(memoryview(snap.raw)[:head_len]), snap.sent_hashes, tuple(splices), watch,
-                 cut_mark, frozenset(view.replaced), layout.sizes, pins)
+    head = memoryview(snap.raw)[:head_len]
+    return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), snap.sent_hashes, tuple(splices),
+                 watch, cut_mark, frozenset(view.replaced), layout.sizes, pins)
 
 
 class Ghosts:
@@ -177,7 +182,7 @@ def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: 
     k = g.units - 1
     if len(skeleton) < k + MARKED_TAIL or len(raw) <= g.head_len or raw[g.head_len] != COMMA:
         return None
-    if hash(memoryview(raw)[:g.head_len]) != g.head_hash or doom_limits(stage.config) != g.watch.limits:
+    if xxh3_128_intdigest(memoryview(raw)[:g.head_len]) != g.head_hash or doom_limits(stage.config) != g.watch.limits:
         return None
     doc, tail_hashes, tail_sizes = _tail(raw, g.head_len)
     if doc is None or tail_hashes[0] != g.sent_hashes[k]:
@@ -232,7 +237,8 @@ def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape,
     if pol.warm and weighed:  # (as SurgeryStage._shape builds it)
         sizes = list(g.sizes[:k]) + tail_sizes
         unit_pinnable, free = ([], 0) if "cache_control" in doc else \
-            (_Pins(g.pins, k, doc["messages"]), max(0, MAX_BREAKPOINTS - request.body.count(b'"cache_control"')))
+            (_Pins(g.pins, k, doc["messages"]), max(0, MAX_BREAKPOINTS - g.head_markers
+                                                    - request.body.count(MARKER, g.head_len)))
         shape = replace(shape, unit_tokens=[int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes],
                         unit_pinnable=unit_pinnable, free_markers=free, total_tokens=total)
     else:
