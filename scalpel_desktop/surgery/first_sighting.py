@@ -54,7 +54,8 @@ def results_in(msgs: list) -> int:
 
 def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy, base: bytes) -> bool:
     """True (and ``ex.analyse_later`` set) when this first sighting goes out unchanged now, or
-    went out so already (``ex.forwarded``: ``pipeline/lane.py``)."""
+    went out so already (``ex.forwarded``: ``pipeline/lane.py``); or when a known conversation whose
+    memo entry was dropped goes out as its ghost says (``ex.new_body``: its cuts re-applied)."""
     if ex.forwarded:
         ex.analyse_later = True
         return True
@@ -63,10 +64,27 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
     msgs = doc.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return False
-    if not _nothing_to_replay(stage, base, ckey, pol, msgs[-1]):
+    if ckey in stage.economist.conversations and ex.request.endpoint == "messages":
+        # Known, its memo entry dropped (parse-reuse kept its body): what its ghost vouches for.
+        body = ghost_body(stage, ex.request, _Counted(msgs, doc.get("model")), ckey, pol.name)
+        if body is None:
+            return False
+        if body is not base:
+            ex.new_body = body
+    elif not _nothing_to_replay(stage, base, ckey, pol, msgs[-1]):
         return False
     ex.analyse_later = True  # the decision is made after the response, as the full path would make it
     return True
+
+
+class _Counted:
+    """What ``ghost_body`` reads of a skeleton (its length, its model), from a parsed document."""
+
+    def __init__(self, msgs: list, model: Any):
+        self._n, self.model = len(msgs), model if isinstance(model, str) else ""
+
+    def __len__(self) -> int:
+        return self._n
 
 
 def may_defer(stage: Any, request: Any, skeleton: Any) -> bool | bytes:
