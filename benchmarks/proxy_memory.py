@@ -16,7 +16,8 @@ longest main-thread request grown; ``real``, the default: with the capture's
 own tool results again, ~7,900 messages, so each stays about 2.6 MB; ``reads``:
 with 30 KB Read results, ~220 messages, each growing by 30 KB a turn), one
 turn each in turn, each request sent to both paths (who goes first alternates).
-VmRSS of both server processes (``/proc/PID/status``) at request 0, 100, ...
+VmRSS of both server processes (``/proc/PID/status``) at request 0, 100, ..., and 1 and 5 s
+after the last, idle (the work after an answer may still run when it is read).
 
 Phase 2, burst: ``--concurrent`` first sightings of 1-3 MB at once, one
 connection each, to each path in turn: VmRSS before, the peak (sampled every
@@ -52,6 +53,7 @@ from overhead.bodies import (  # noqa: E402 - proxy_overhead's body builders, no
 
 STEPS = 100
 AFTER_S = (1, 2, 5, 10)
+STEADY_AFTER_S = (1, 5)  # after the last steady request, idle
 
 
 # -- the upstream and the bare forward are proxy_overhead's (`python proxy_memory.py --serve-... PORT ...`)
@@ -143,6 +145,12 @@ def steady(paths: tuple[Server, Server], args, capture, tags, memtrace) -> tuple
                   + ", ".join(f"{p.name} {rows[-1][p.name]:.0f} MB" for p in paths), file=sys.stderr)
         if n == args.requests // 2 or n == args.requests:
             memtrace_dump(memtrace, f"request-{n}")
+    # The samples above are taken the moment an answer is read: the work after that answer (a
+    # first sighting's or a dropped conversation's analysis) may still be running. Once idle:
+    t_end = time.monotonic()
+    for s in STEADY_AFTER_S:
+        time.sleep(max(0.0, t_end + s - time.monotonic()))
+        rows.append({"request": f"+{s} s", **{p.name: rss_mb(p.pid) for p in paths}})
     return rows, {k: round(statistics.median(v) * 1000, 1) for k, v in took.items() if v}
 
 
@@ -200,7 +208,8 @@ def markdown(res: dict) -> str:
              f"Steady: {a['requests']:,} requests over {a['conversations']} conversations of about "
              f"{a['size'] / 1e6:.1f} MB (growth: {a['growth']}), one turn each in turn, keep-alive; VmRSS (MB):", "",
              "| request | bare forward | scalpel |", "|---:|---:|---:|"]
-    lines += [f"| {r['request']:,} | {r['bare']:.0f} | {r['scalpel']:.0f} |" for r in res["steady"]]
+    lines += [f"| {r['request'] if isinstance(r['request'], str) else format(r['request'], ',')} | {r['bare']:.0f} "
+              f"| {r['scalpel']:.0f} |" for r in res["steady"]]
     if res.get("median_ms"):
         lines += ["", "Median request over the wire (ms, client side, upstream included): "
                   + ", ".join(f"{k} {v:.1f}" for k, v in res["median_ms"].items()) + "."]

@@ -33,6 +33,7 @@ cuts fall at or after the natural break.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from scalpel_desktop.surgery.doom_watch import watch_of
@@ -168,9 +169,10 @@ def find_doom_spans(view: ConversationView, config_like: Any = None, tier: int |
         if verdict is not None:
             spans.append(DoomSpan(r.id, KINDS[verdict[1]], f.tokens, r.unit_index, verdict[0]))
             span_pos.append(pos)
-    # What the next request's new results would have to do to make a new cut (surgery/ghost.py).
-    view.for_next["watch"] = watch_of(st, facts, results, limits, spans, span_pos, cwd, bash_cd_seen, stale_on,
-                                      len(view.units))
+    # What the next request's new results would have to do to make a new cut
+    # (made only if the memo drops this view's conversation: surgery/ghost.py)
+    view.for_next["watch"] = functools.partial(watch_of, st, facts, results, limits, spans, span_pos, cwd,
+                                               bash_cd_seen, stale_on, len(view.units))
     return spans
 
 

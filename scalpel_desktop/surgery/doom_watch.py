@@ -31,6 +31,8 @@ read from the same facts (``result_facts._Facts``).
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -49,7 +51,7 @@ class Watch:
     spans: tuple  # its candidates, (position, DoomSpan) in history order
     later: tuple  # (position, deaths [(unit, kind index)] sorted, DoomSpan fields) of results that may become ones
     open_paths: frozenset  # files with a read waiting to be superseded that could be cut
-    content: frozenset  # hash() of each content seen that could be cut (a duplicate's key)
+    content: array  # hash() of each content seen that could be cut (a duplicate's key), sorted
     snapshots: frozenset
     failed_due: int  # the first unit at which a failed result that could be cut dies once a call succeeds
 
@@ -90,7 +92,7 @@ def watch_of(st: Any, facts: list, results: list, limits: Any, spans: list, span
     cut = limits.min_cut
     return Watch(limits, cwd, cd_seen, units, len(results), tuple(zip(span_pos, spans)), tuple(later),
                  frozenset(p for p, waiting in st.open_reads.items() if any(facts[i].tokens >= cut for i, _ in waiting)),
-                 frozenset(hash(key) for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut),
+                 array("q", sorted({hash(key) for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut})),
                  frozenset(st.last_snapshot), failed_due)
 
 
@@ -141,7 +143,7 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
             return "a failed result dies"
         if f.tokens >= limits.min_cut and f.dup_key is not None:
             h = hash(f.dup_key)
-            if h in watch.content or h in contents:
+            if _holds(watch.content, h) or h in contents:
                 return "the same content again"
             contents.add(h)
         if not f.callable_ok:
@@ -158,3 +160,8 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
                 return "another snapshot"
             snaps.add(r.name)
     return None
+
+
+def _holds(sorted_ints: array, value: int) -> bool:
+    i = bisect_left(sorted_ints, value)
+    return i < len(sorted_ints) and sorted_ints[i] == value

@@ -94,7 +94,8 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     ``marked``: the message counts the economist's cache entries for it end at (``pin_for`` asks
     whether the last of those messages may take a marker: the ghost answers for them)."""
     view = snap.view
-    watch = view.for_next.get("watch") if view is not None else None
+    make = view.for_next.get("watch") if view is not None else None
+    watch = make() if callable(make) else None
     layout = snap.layout
     n = len(layout.ends)
     if watch is None or n < 2 or watch.units != n or len(snap.sent_hashes) != n:

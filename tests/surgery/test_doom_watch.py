@@ -22,7 +22,7 @@ def _next_candidates(prev_doc: dict, doc: dict, config: dict):
     ``may_kill`` sends it to the full path; what the full analysis finds)."""
     prev = view_for("messages", prev_doc)
     find_doom_spans(prev, config)
-    watch = prev.for_next["watch"]
+    watch = prev.for_next["watch"]()
     msgs, n = doc["messages"], len(prev_doc["messages"])
     view = view_for("messages", doc)
     truth = find_doom_spans(view, config)
@@ -73,7 +73,7 @@ def test_a_new_result_that_may_kill_sends_the_request_to_the_full_path(step, why
     prev = view_for("messages", before)
     find_doom_spans(prev, AGGRESSIVE)
     tail = view_for("messages", {"messages": after["messages"][len(before["messages"]) - 1:]})
-    assert may_kill(prev.for_next["watch"], tail, 1, len(after["messages"])) == why
+    assert may_kill(prev.for_next["watch"](), tail, 1, len(after["messages"])) == why
 
 
 def test_a_new_read_of_a_new_file_kills_nothing_and_age_makes_its_candidates_exactly():
