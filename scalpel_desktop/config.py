@@ -144,7 +144,8 @@ KEYS: dict[str, Key] = {
         Key("body_limit_mb", 64, int, "Request bodies above this stream through untouched.", minimum=1),
         Key("memo_mb", 32, int, "Memory the surgery stage may keep for recent conversations (bodies, parsed "
             "documents, views, layouts; estimated from each body's size and message count as in wire/held.py). "
-            "0 = analyse every request in full.", minimum=0, maximum=4096),
+            "0 = keep none (a known conversation's request is then analysed in full, or goes as what is "
+            "kept of it allows, surgery/ghost.py).", minimum=0, maximum=4096),
         Key("parse_reuse_mb", 20, int, "Memory parse-reuse may keep for recent bodies (raw bytes, parsed messages, "
             "layouts; estimated from each body's size and message count as in wire/held.py). "
             "0 = parse every body in full.", minimum=0, maximum=4096),
