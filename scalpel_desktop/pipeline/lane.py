@@ -7,7 +7,9 @@ once, or the tool filter's pin. When every stage that could
 act on the request says, from the body's skeleton alone (``wire/skeleton.py``),
 that it would leave it unchanged (``may_defer``), the chain hands back an
 exchange that sends the original bytes and has done nothing else: no parse
-on the request path. Its completion, after the answer, runs every stage's
+on the request path. A known conversation the memo dropped may take the same
+lane when the surgery stage's ``may_defer`` gives the very bytes its full
+path would send (its logged cuts spliced back in: ``surgery/ghost.py``). Its completion, after the answer, runs every stage's
 ``on_request`` first (``replay_request``: the full parse, the key, the
 surgery stage's analysis), with ``ex.forwarded`` set so that no stage acts
 as if it could still change what was sent, then the usual ``on_response``.
@@ -107,7 +109,7 @@ def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -
 
 
 def replay_request(stages: Sequence[Any], ex: Exchange) -> None:
-    """Every stage's ``on_request`` for an exchange already sent as it came (after its answer)."""
+    """Every stage's ``on_request`` for an exchange already sent (after its answer)."""
     ex.key = None  # the full document's key, not the skeleton's (they agree; the document is the record)
     ex.decision = Decision()  # what the stages decide, as on the usual path
     sent = ex.new_body

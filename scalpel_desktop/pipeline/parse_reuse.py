@@ -45,10 +45,8 @@ from typing import Any, Callable, NamedTuple
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.held import MB, body_held
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads, too_deep
-from scalpel_desktop.wire.layout import MESSAGES_KEY, Layout, LaidOutBody, locate, repeats
+from scalpel_desktop.wire.layout import Layout, LaidOutBody, locate, repeats, split_at
 
-_TAIL_KEY = "\u0000scalpel-tail"
-_TAIL_OPEN = b'{"\\u0000scalpel-tail":['
 # Default budget (the ``parse_reuse_mb`` setting) of what the remembered bodies hold, in
 # estimated bytes (raw + parsed messages + layout, ``wire/held.py``): LRU bodies are dropped beyond it.
 PARSE_REUSE_MAX_BYTES = 20 * MB
@@ -223,22 +221,11 @@ class ParseReuse:
     def _build(raw: bytes, prev: _Remembered) -> dict | None:
         """The document of ``raw``, reusing ``prev``'s messages up to its second-to-last."""
         k = len(prev.layout.ends) - 1
-        start = raw.find(MESSAGES_KEY)
-        if start < 0:
+        got = split_at(raw, prev.layout.ends[k - 1])
+        if got is None:
             return None
-        try:
-            head = raw[:start]
-            head_doc = loads(head[:-1] + b"}") if head.endswith(b",") else loads(head + b"}")
-            tail_doc = loads(_TAIL_OPEN + raw[prev.layout.ends[k - 1] + 1:])
-        except (JSONDecodeError, ValueError):
-            return None
-        if not isinstance(head_doc, dict) or not isinstance(tail_doc, dict):
-            return None
-        new_msgs = tail_doc.pop(_TAIL_KEY, None)
-        if not isinstance(new_msgs, list) or "messages" in head_doc or "messages" in tail_doc:
-            return None
+        _, head_doc, new_msgs, tail_doc = got
         doc = dict(head_doc)
         doc["messages"] = prev.messages[:k] + new_msgs
         doc.update(tail_doc)
         return doc
-

@@ -45,15 +45,14 @@ from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_
 from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
 from scalpel_desktop.surgery.pin import Pinnable
-from scalpel_desktop.surgery.plan import Candidate
-from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.economist import tool_changes_beta
-from scalpel_desktop.surgery.plan import RequestShape
+from scalpel_desktop.surgery.plan import Candidate, RequestShape
+from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.wire.cache_rules import MARKED_TAIL, MAX_BREAKPOINTS, message_ttl_s
 from scalpel_desktop.wire.formats import view_for
-from scalpel_desktop.wire.hashing import message_hash, region_hash
-from scalpel_desktop.wire.jsoncodec import dumps, loads
-from scalpel_desktop.wire.layout import CLOSE, COMMA, MESSAGES_KEY
+from scalpel_desktop.wire.hashing import region_hash
+from scalpel_desktop.wire.jsoncodec import dumps
+from scalpel_desktop.wire.layout import COMMA, MESSAGES_KEY, around_messages, lay_out, split_at
 from scalpel_desktop.wire.view import regions
 
 log = logging.getLogger("scalpel.surgery")
@@ -61,10 +60,6 @@ log = logging.getLogger("scalpel.surgery")
 # Ghosts kept at most (least recently dropped first out), and the memory they may hold.
 GHOSTS_MAX = 64
 GHOSTS_MAX_BYTES = 8 * 1024 * 1024
-_TAIL_KEY = "\u0000scalpel-ghost-tail"
-_TAIL_OPEN = b'{"\\u0000scalpel-ghost-tail":['
-_MARK = "\u0000scalpel-ghost-messages\u0000"
-_MARK_BYTES = dumps(_MARK)
 # Policies whose only warm cut is at a result's death (what the watch rules out); ``payback`` cuts any dead result.
 _SERVED = frozenset({"off", "cold", "death"})
 MARKER = b'"cache_control"'  # (counted as pin.pinnable counts them)
@@ -281,36 +276,21 @@ class _Pins:
 def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list]:
     """The request without its first messages (those through ``head_len``), each remaining message's
     economist hash and size; (None, [], []) unless the whole body is what the codec writes back."""
-    start = raw.find(MESSAGES_KEY)
-    if start < 0 or start + len(MESSAGES_KEY) > head_len:
+    got = split_at(raw, head_len)
+    if got is None:
         return None, [], []
-    try:
-        head = loads(raw[:start] + b"}") if raw[start - 1:start] == b"{" else loads(raw[:start - 1] + b"}")
-        rest = loads(_TAIL_OPEN + raw[head_len + 1:])
-    except ValueError:
+    start, head, msgs, rest = got
+    bracket = start + len(MESSAGES_KEY) - 1
+    if bracket >= head_len or not msgs:
         return None, [], []
-    if not isinstance(head, dict) or not isinstance(rest, dict):
-        return None, [], []
-    msgs = rest.pop(_TAIL_KEY, None)
-    if not isinstance(msgs, list) or not msgs or "messages" in head or "messages" in rest or _TAIL_KEY in head:
-        return None, [], []
-    hashes, sizes, cursor = [], [], head_len + 1
-    for i, m in enumerate(msgs):
-        data = dumps(m)
-        stop = cursor + len(data)
-        if raw[cursor:stop] != data or stop >= len(raw) or raw[stop] != (COMMA if i < len(msgs) - 1 else CLOSE):
-            return None, [], []
-        hashes.append(message_hash(m, data))
-        sizes.append(len(data))
-        cursor = stop + 1
+    hashes: list = []
+    sizes: list = []
+    end = lay_out(raw, msgs, 0, head_len + 1, [], sizes, hashes)
     doc = dict(head)
-    doc["messages"] = _MARK
-    doc.update(rest)
-    shell = dumps(doc)
-    at = shell.find(_MARK_BYTES)
-    if at < 0 or shell[:at] != raw[:start + len(MESSAGES_KEY) - 1] or shell[at + len(_MARK_BYTES):] != raw[cursor:]:
-        return None, [], []
     doc["messages"] = msgs
+    doc.update(rest)
+    if end is None or not around_messages(raw, doc, bracket, end):
+        return None, [], []
     return doc, hashes, sizes
 
 

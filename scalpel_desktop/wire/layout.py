@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from scalpel_desktop.wire.hashing import message_hash
-from scalpel_desktop.wire.jsoncodec import dumps
+from scalpel_desktop.wire.jsoncodec import dumps, loads
 
 MESSAGES_KEY = b'"messages":['
 COMMA, CLOSE = ord(","), ord("]")
@@ -102,7 +102,18 @@ def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
         if at < 0:
             return None
         cursor = at + len(MESSAGES_KEY)
-    for i in range(k, n):
+    ends, sizes, hashes = list(ends), list(sizes), list(hashes)
+    if lay_out(raw, msgs, k, cursor, ends, sizes, hashes) is None:
+        return None
+    return Layout(ends, sizes, hashes, k)
+
+
+def lay_out(raw: bytes, msgs: list, first: int, cursor: int, ends: list, sizes: list, hashes: list) -> int | None:
+    """Lay out ``msgs[first:]`` from byte ``cursor`` of ``raw`` (each must serialize to exactly the
+    bytes there, a comma after each but the last, the closing bracket after it), appending to
+    ``ends``, ``sizes`` and ``hashes``; the offset just past that bracket, or None."""
+    n = len(msgs)
+    for i in range(first, n):
         data = dumps(msgs[i])
         stop = cursor + len(data)
         if raw[cursor:stop] != data or stop >= len(raw) or raw[stop] != (COMMA if i < n - 1 else CLOSE):
@@ -111,7 +122,32 @@ def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
         sizes.append(len(data))
         hashes.append(message_hash(msgs[i], data))
         cursor = stop + 1
-    return Layout(list(ends), list(sizes), list(hashes), k)
+    return cursor
+
+
+def split_at(raw: bytes, cut: int) -> tuple[int, dict, list, dict] | None:
+    """``raw`` parsed around its first messages without parsing them: (where ``"messages":[``
+    sits, the keys before it, the messages after byte ``cut`` - the comma that ends one of them -
+    and the keys after them); None when that is not what the bytes hold."""
+    start = raw.find(MESSAGES_KEY)
+    if start < 0:
+        return None
+    try:
+        head = raw[:start]
+        head_doc = loads(head[:-1] + b"}") if head.endswith(b",") else loads(head + b"}")
+        tail_doc = loads(_TAIL_OPEN + raw[cut + 1:])
+    except ValueError:  # (the codec's JSONDecodeError is one)
+        return None
+    if not isinstance(head_doc, dict) or not isinstance(tail_doc, dict):
+        return None
+    msgs = tail_doc.pop(_TAIL_KEY, None)
+    if not isinstance(msgs, list) or "messages" in head_doc or "messages" in tail_doc or _TAIL_KEY in head_doc:
+        return None
+    return start, head_doc, msgs, tail_doc
+
+
+_TAIL_KEY = "\u0000scalpel-tail"
+_TAIL_OPEN = b'{"\\u0000scalpel-tail":['
 
 
 def top_level_find(raw: bytes, key: bytes) -> int:
@@ -148,17 +184,23 @@ def round_trips_by_layout(raw: bytes, doc: Any, layout: Layout | None, full: Cal
     end = layout.ends[-1] + 1  # just past the ']' that closes them
     if start < 0 or raw[start:start + 1] != b"[" or raw[end - 1:end] != b"]":
         return full(raw, doc)
+    if around_messages(raw, doc, start, end):
+        return True  # proven: the shell's bytes around the messages, the layout's bytes for them
+    return full(raw, doc)  # anything else: the whole check decides
+
+
+def around_messages(raw: bytes, doc: dict, start: int, end: int) -> bool:
+    """Are the bytes of ``raw`` before ``start`` (the ``[`` that opens the messages) and from ``end``
+    (just past their ``]``) exactly what ``doc`` serializes to around its messages?"""
     shell = dict(doc)
     shell["messages"] = _MARK
     try:
         data = dumps(shell)
     except TypeError:
-        return full(raw, doc)
+        return False
     at = data.find(_MARK_BYTES)
-    if at == start and data.find(_MARK_BYTES, at + 1) < 0 and data[:at] == raw[:start] \
-            and data[at + len(_MARK_BYTES):] == raw[end:]:
-        return True  # proven: the shell's bytes around the messages, the layout's bytes for them
-    return full(raw, doc)  # anything else: the whole check decides
+    return at == start and data.find(_MARK_BYTES, at + 1) < 0 and data[:at] == raw[:start] \
+        and data[at + len(_MARK_BYTES):] == raw[end:]
 
 
 _MARK = "\u0000scalpel-messages\u0000"
