@@ -65,8 +65,10 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
     if not isinstance(msgs, list) or not msgs:
         return False
     if ckey in stage.economist.conversations and ex.request.endpoint == "messages":
-        # Known, its memo entry dropped (parse-reuse kept its body): what its ghost vouches for.
-        body = ghost_body(stage, ex.request, _Counted(msgs, doc.get("model")), ckey, pol.name)
+        # Known, its memo entry dropped (parse-reuse kept its body): what its ghost vouches for
+        # (unless the lane asked already, for this very request, and was refused).
+        asked, stage.ghosts.refused = stage.ghosts.refused == id(ex.request), None
+        body = None if asked else ghost_body(stage, ex.request, _Counted(msgs, doc.get("model")), ckey, pol.name)
         if body is None:
             return False
         if body is not base:
@@ -103,7 +105,9 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool | bytes:
             return False
         pol = policy_named(stage._get("policy"))
         if ckey in stage.economist.conversations:
-            return ghost_body(stage, request, skeleton, ckey, pol.name) or False
+            got = ghost_body(stage, request, skeleton, ckey, pol.name)
+            stage.ghosts.refused = id(request) if got is None else None
+            return got or False
         return _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1))
 
 

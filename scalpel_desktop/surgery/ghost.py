@@ -130,6 +130,9 @@ class Ghosts:
         self.size, self.max_bytes = size, max_bytes
         self._items: OrderedDict[Hashable, tuple[Ghost, int]] = OrderedDict()
         self._bytes = 0
+        # id() of the request ``ghost_body`` last refused in the lane: the usual path, which that
+        # request takes next, does not ask again (an id reused meanwhile only costs a full path).
+        self.refused: int | None = None
 
     def __len__(self) -> int:
         return len(self._items)

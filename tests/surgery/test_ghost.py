@@ -215,3 +215,16 @@ def test_ghosts_are_bounded_by_count_and_by_bytes():
     assert ghosts.get("e") is None and ghosts.get("d") is not None
     ghosts.keep("d", None)
     assert len(ghosts) == 0
+
+
+def test_a_request_the_ghost_refused_in_the_lane_is_not_asked_again_on_the_usual_path(tmp_path, monkeypatch):
+    s, ((kept, _), (dropped, _)) = _session_with_a_cut(tmp_path)
+    asked = []
+    vouch = first_sighting.ghost_body
+    monkeypatch.setattr(first_sighting, "ghost_body", lambda *a: asked.append(a[1]) or vouch(*a))
+    s.call("Edit", {"file_path": "/home/user/proj/g.py", "old_string": "a", "new_string": "b"}, "updated")
+    body = dumps(s.body())
+    a = _send(kept, body, 5010.0, 5011.0, Usage(cache_read=1000))
+    b = _send(dropped, body, 5010.0, 5011.0, Usage(cache_read=1000))
+    assert not b.forwarded and a.body_to_send() == b.body_to_send()
+    assert len(asked) == 1  # the lane asked; the usual path, for that very request, did not ask again
