@@ -44,7 +44,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 # one): SCALPEL_HYPOTHESIS_RANDOM=1, with more examples (SCALPEL_INVARIANT_EXAMPLES=N,
 # SCALPEL_VARIANT_EXAMPLES=N; docs/economist.md has the command).
 RANDOM = os.environ.get("SCALPEL_HYPOTHESIS_RANDOM", "") == "1"
-EXAMPLES = int(os.environ.get("SCALPEL_INVARIANT_EXAMPLES", "200" if IN_CI else "12"))
+EXAMPLES = int(os.environ.get("SCALPEL_INVARIANT_EXAMPLES", "60" if IN_CI else "12"))
 BATCH = 2000
 MARGIN = 30.0
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM,

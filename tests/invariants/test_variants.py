@@ -34,7 +34,7 @@ from tests.invariants.harness import SHIPPED_POLICIES, VARIANTS, run_session
 from tests.invariants.test_cost import RANDOM, validity_problems
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-EXAMPLES = int(os.environ.get("SCALPEL_VARIANT_EXAMPLES", "30" if IN_CI else "2"))
+EXAMPLES = int(os.environ.get("SCALPEL_VARIANT_EXAMPLES", "10" if IN_CI else "2"))
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM,  # (see test_cost)
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
