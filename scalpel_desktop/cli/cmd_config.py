@@ -1,9 +1,16 @@
-"""``scalpel config show|path|set``."""
+"""``scalpel config show|path|set``.
+
+``config show`` prints one line per setting with its help as a comment. Piped,
+each line is whole (as every table of the CLI: ``textable``); on a terminal, a
+help too long for the line wraps onto comment lines aligned under the first,
+so no line is wider than the terminal."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import textwrap
 
 from scalpel_desktop.errors import CliError
 
@@ -33,10 +40,30 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(values, indent=2))
         return 0
+    from scalpel_desktop.textable import terminal_width
+
+    columns = terminal_width(sys.stdout)
     width = max(len(k) for k in values)
     for k, v in values.items():
-        print(f"{k:<{width}}  {json.dumps(v)}    # {KEYS[k].help}")
+        print("\n".join(_setting_lines(f"{k:<{width}}  {json.dumps(v)}    ", KEYS[k].help, width, columns)))
     return 0
+
+
+MIN_COMMENT = 24  # narrower than this, the comment starts on its own lines under the setting
+
+
+def _setting_lines(head: str, help_text: str, width: int, columns: int | None) -> list[str]:
+    """``head`` and ``# help``: one line, or (on a terminal of ``columns``) wrapped comment lines."""
+    if columns is None or len(head) + 2 + len(help_text) <= columns:
+        return [f"{head}# {help_text}"]
+    pad = " " * (width + 2)
+    room = columns - len(head) - 2
+    if room >= MIN_COMMENT:
+        first = textwrap.wrap(help_text, room, break_on_hyphens=False)
+        rest = textwrap.wrap(" ".join(first[1:]), max(MIN_COMMENT, columns - len(pad) - 2), break_on_hyphens=False)
+        return [f"{head}# {first[0]}", *(f"{pad}# {line}" for line in rest)]
+    wrapped = textwrap.wrap(help_text, max(MIN_COMMENT, columns - len(pad) - 2), break_on_hyphens=False)
+    return [head.rstrip(), *(f"{pad}# {line}" for line in wrapped)]
 
 
 def _path(args: argparse.Namespace) -> int:

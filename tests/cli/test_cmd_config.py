@@ -74,3 +74,26 @@ def test_missing_action_or_value_is_argparses_exit_2(capsys):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and "required" in capsys.readouterr().err
+
+
+def test_show_on_an_80_column_terminal_wraps_each_help_under_its_setting():
+    """A real process in an 80-column pseudo-terminal: no line wider, every help whole once rejoined."""
+    from tests.cli.test_tables_fit import in_terminal, piped
+
+    out = in_terminal("config", "show")
+    lines = out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80
+    width = max(len(k) for k in KEYS)
+    helps: dict[str, list[str]] = {}
+    key = None
+    for line in lines:
+        if line[:width].strip():
+            key = line[:width].strip()
+            helps[key] = [line.split("    # ", 1)[1]] if "    # " in line else []
+        else:
+            assert line.startswith(" " * (width + 2) + "# ") and key is not None
+            helps[key].append(line[width + 4:])
+    assert {k: " ".join(parts) for k, parts in helps.items()} == {k: v.help for k, v in KEYS.items()}
+    assert any(len(parts) > 1 for parts in helps.values())  # some did wrap
+    whole = piped("config", "show").stdout.splitlines()  # piped: one whole line per setting
+    assert len(whole) == len(KEYS) and max(len(line) for line in whole) > 80
