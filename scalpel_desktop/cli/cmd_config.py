@@ -56,14 +56,13 @@ def _setting_lines(head: str, help_text: str, width: int, columns: int | None) -
     """``head`` and ``# help``: one line, or (on a terminal of ``columns``) wrapped comment lines."""
     if columns is None or len(head) + 2 + len(help_text) <= columns:
         return [f"{head}# {help_text}"]
-    pad = " " * (width + 2)
-    room = columns - len(head) - 2
-    if room >= MIN_COMMENT:
-        first = textwrap.wrap(help_text, room, break_on_hyphens=False)
-        rest = textwrap.wrap(" ".join(first[1:]), max(MIN_COMMENT, columns - len(pad) - 2), break_on_hyphens=False)
-        return [f"{head}# {first[0]}", *(f"{pad}# {line}" for line in rest)]
-    wrapped = textwrap.wrap(help_text, max(MIN_COMMENT, columns - len(pad) - 2), break_on_hyphens=False)
-    return [head.rstrip(), *(f"{pad}# {line}" for line in wrapped)]
+    comment = " " * (width + 2) + "# "
+    lines = max(columns, len(comment) + MIN_COMMENT)  # (a terminal too narrow for a comment: wider lines)
+    if columns - len(head) - 2 >= MIN_COMMENT:
+        return textwrap.wrap(help_text, lines, initial_indent=f"{head}# ", subsequent_indent=comment,
+                             break_on_hyphens=False)
+    return [head.rstrip(), *textwrap.wrap(help_text, lines, initial_indent=comment, subsequent_indent=comment,
+                                          break_on_hyphens=False)]
 
 
 def _path(args: argparse.Namespace) -> int:
