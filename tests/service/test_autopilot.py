@@ -49,9 +49,14 @@ def test_settings_are_written_only_once_the_proxy_answers(process_service):
     stop = threading.Event()
 
     def watch():
-        while not stop.is_set():
+        # `stopping` is read before the file, so the last look comes after on() returned: a
+        # watcher that slept through the write (a loaded CI machine) still sees it once
+        while True:
+            stopping = stop.is_set()
             if path.read_bytes() != USER_SETTINGS:
                 seen.append(health(port, timeout=10) is not None)
+                return
+            if stopping:
                 return
             time.sleep(0.002)  # leave the GIL to on()
     t = threading.Thread(target=watch)
