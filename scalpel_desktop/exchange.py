@@ -148,6 +148,9 @@ class Exchange:
     # Sent as it came before any stage looked (``pipeline/lane.py``): the stages run after the
     # answer and must record it unchanged.
     forwarded: bool = False
+    # ... on a ghost's word, and recorded from its new messages after the answer (``surgery/ghost_turn.py``):
+    # what the lane found (``ghost.Turn``), set while the stages take their turn.
+    turn: Any = field(default=None, repr=False)
     # A replay that knows where the client rewrote its history (the bench) sets this.
     client_rewrite_at: int | None = None
     surgery: SurgerySent | None = None

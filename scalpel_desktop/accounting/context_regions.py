@@ -61,8 +61,10 @@ def _result_chars(block: dict) -> int:
     return n
 
 
-def measure(endpoint: str, doc: Any, body_bytes: int) -> dict[str, int] | None:
-    """Estimated tokens per region of ``doc`` (None when it is not a conversation body)."""
+def measure(endpoint: str, doc: Any, body_bytes: int, results_before: int = 0) -> dict[str, int] | None:
+    """Estimated tokens per region of ``doc`` (None when it is not a conversation body).
+    ``results_before``: ``result_chars`` of messages the body has before ``doc``'s own (a body
+    measured from its new messages: ``surgery/ghost_turn.py``)."""
     if not isinstance(doc, dict) or endpoint not in ("messages", "chat", "responses"):
         return None
     system = doc.get("system") if endpoint == "messages" else doc.get("instructions")
@@ -75,26 +77,33 @@ def measure(endpoint: str, doc: Any, body_bytes: int) -> dict[str, int] | None:
                 name = t["function"].get("name")
             (mcp if isinstance(name, str) and name.startswith(MCP_PREFIX) else plain).append(t)
     sys_b, tools_b, mcp_b = _size(system), _size(plain), _size(mcp)
-    results = 0
     messages = doc.get("messages") if endpoint != "responses" else doc.get("input")
-    if isinstance(messages, list):
-        for m in messages:
-            if not isinstance(m, dict):
-                continue
-            if endpoint == "messages":
-                content = m.get("content")
-                if isinstance(content, list):
-                    for b in content:
-                        if isinstance(b, dict) and b.get("type") == "tool_result":
-                            results += _result_chars(b)
-            elif m.get("role") == "tool" or m.get("type") == "function_call_output":
-                c = m.get("content", m.get("output"))
-                results += len(c) if isinstance(c, str) else _size(c)
-            elif endpoint == "chat" and m.get("role") == "system":
-                sys_b += _size(m)
+    results = results_before + result_chars(endpoint, messages)
+    if endpoint == "chat" and isinstance(messages, list):
+        sys_b += sum(_size(m) for m in messages if isinstance(m, dict) and m.get("role") == "system")
     rest = max(0, body_bytes - sys_b - tools_b - mcp_b - results)
     return {"system": _tok(sys_b), "tools": _tok(tools_b), "mcp_tools": _tok(mcp_b), "messages": _tok(rest),
             "tool_results": _tok(results)}
+
+
+def result_chars(endpoint: str, messages: Any) -> int:
+    """The characters of the tool results in ``messages`` (what ``measure`` counts as that region)."""
+    results = 0
+    if not isinstance(messages, list):
+        return 0
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if endpoint == "messages":
+            content = m.get("content")
+            if isinstance(content, list):
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        results += _result_chars(b)
+        elif m.get("role") == "tool" or m.get("type") == "function_call_output":
+            c = m.get("content", m.get("output"))
+            results += len(c) if isinstance(c, str) else _size(c)
+    return results
 
 
 def working_directory(doc: Any, home: str | None = None) -> str | None:

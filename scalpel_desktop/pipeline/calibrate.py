@@ -25,6 +25,8 @@ class Calibrate:
     def on_request(self, ex: Exchange) -> None:
         pass
 
+    on_turn = on_request
+
     def on_response(self, ex: Exchange) -> None:
         res = ex.response
         if res is None or res.usage is None or res.status >= 400 or ex.request.endpoint not in ENDPOINTS:

@@ -29,6 +29,14 @@ class Identify:
         # What the dashboard names the session by.
         ex.project = working_directory(doc)
 
+    def on_turn(self, ex: Exchange) -> None:
+        """A dropped conversation recorded from its new messages (``surgery/ghost_turn.py``): the
+        key and model are the skeleton's, the project and the head's tool results the ghost's."""
+        turn = ex.turn
+        ex.tokens_before = estimate_tokens_bytes(len(ex.request.body))
+        ex.project = turn.ghost.project
+        ex.regions = measure(ex.request.endpoint, turn.doc, len(ex.request.body), turn.ghost.head_results)
+
     def on_response(self, ex: Exchange) -> None:
         # The prompt's split by region (sizes only), for the ledger row: after the answer.
         if ex.regions is None:

@@ -13,6 +13,10 @@ path would send (its logged cuts spliced back in: ``surgery/ghost.py``). Its com
 ``on_request`` first (``replay_request``: the full parse, the key, the
 surgery stage's analysis), with ``ex.forwarded`` set so that no stage acts
 as if it could still change what was sent, then the usual ``on_response``.
+A dropped conversation that went as its ghost said, when the memo cannot
+hold it again, is recorded from its new messages instead: every stage's
+``on_turn`` (``surgery/ghost_turn.py``; a stage without one, or one whose
+``takes_turn`` says no, has the full replay run).
 
 Who decides: every stage with a ``may_defer(request, skeleton)`` is asked
 (``skeleton()`` reads it, once, when a stage needs it); a mutating stage
@@ -63,6 +67,7 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
         return None
     ex = Exchange(request=request, key=skel.key, model=skel.model)
     ex.forwarded = True
+    ex.turn = _claimed(stages, request)
     if body is request.body:
         ex.decision = Decision("unchanged", "a first sighting: sent as it came, analysed after the answer")
     else:
@@ -108,14 +113,47 @@ def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -
         return False
 
 
+def _claimed(stages: Sequence[Any], request: ApiRequest) -> Any:
+    """What a stage found for this request when it let it through (``claim_turn``), or None."""
+    for stage in stages:
+        claim = getattr(stage, "claim_turn", None)
+        if claim is not None:
+            try:
+                got = claim(request)
+            except Exception:  # noqa: BLE001 - no turn: the full analysis after the answer
+                log.exception("stage %s failed to hand over what it found", getattr(stage, "name", stage))
+                return None
+            if got is not None:
+                return got
+    return None
+
+
+def _take_turn(stages: Sequence[Any], turn: Any) -> bool:
+    """Every stage can take a turn, and none would rather analyse the request in full."""
+    try:
+        return all(callable(getattr(s, "on_turn", None)) for s in stages) and \
+            all(getattr(s, "takes_turn", lambda t: True)(turn) for s in stages)
+    except Exception:  # noqa: BLE001
+        log.exception("a stage failed to say whether it takes a turn")
+        return False
+
+
 def replay_request(stages: Sequence[Any], ex: Exchange) -> None:
-    """Every stage's ``on_request`` for an exchange already sent (after its answer)."""
-    ex.key = None  # the full document's key, not the skeleton's (they agree; the document is the record)
+    """Every stage's ``on_request`` for an exchange already sent (after its answer); or, for a
+    dropped conversation its ghost vouched for, every stage's ``on_turn`` when each has one and
+    none would rather analyse it in full (``takes_turn``: ``surgery/ghost_turn.py``)."""
+    turn, ex.turn = ex.turn, None
     ex.decision = Decision()  # what the stages decide, as on the usual path
+    if turn is not None and _take_turn(stages, turn):
+        ex.turn = turn
+        step = "on_turn"
+    else:
+        ex.key = None  # the full document's key, not the skeleton's (they agree; the document is the record)
+        step = "on_request"
     sent = ex.new_body
     for stage in stages:
         try:
-            stage.on_request(ex)
+            getattr(stage, step)(ex)
         except Exception:  # noqa: BLE001
             log.exception("stage %s failed on a first sighting's request, after its answer",
                           getattr(stage, "name", stage))

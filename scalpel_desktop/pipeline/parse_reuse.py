@@ -107,6 +107,10 @@ class ParseReuse:
             # A first sighting: laid out and remembered after the response (off the request path).
             ex.layout_later = got.doc["messages"]
 
+    def on_turn(self, ex: Exchange) -> None:
+        """A dropped conversation recorded from its new messages (``surgery/ghost_turn.py``): it is
+        not remembered (the memo could not keep it either)."""
+
     def may_defer(self, request: Any, skeleton: Any) -> bool:
         """A first sighting for parse-reuse: no remembered body this one repeats (``pipeline/lane.py``)."""
         with self._lock:

@@ -40,6 +40,8 @@ class LedgerRecorder:
     def on_request(self, ex: Exchange) -> None:
         pass
 
+    on_turn = on_request
+
     def on_response(self, ex: Exchange) -> None:
         self.writer.submit(build_row(ex))
 

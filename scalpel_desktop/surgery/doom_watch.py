@@ -120,6 +120,35 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
     ``view``: a view of the request's messages from some unit on (``first_new_unit``: the first
     message the watched request did not have, in the view's own numbering; ``units_now``: how
     many messages the whole request has)."""
+    got = _new_results(watch, view, first_new_unit, units_now)
+    return got if isinstance(got, str) else None
+
+
+def advance(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> Watch | None:
+    """The watch of the request ``view`` ends (``may_kill``'s arguments) as its own full analysis
+    would leave it, from the new results alone; None when one may kill (``may_kill``), or a call
+    succeeds while a failed result that could be cut waits (its death would be scheduled then,
+    and the watch keeps no list of the waiting ones: the full analysis schedules it).
+
+    What the scan would add for results that killed nothing: their files, contents and snapshots
+    (what a later result may kill them by), a failed one's due unit, a large one's stale death
+    (``later``, in position order after every older one). ``candidates`` on the result gives what
+    ``find_doom_spans`` gives on the whole request (tests/surgery/test_doom_watch.py)."""
+    got = _new_results(watch, view, first_new_unit, units_now, advancing=True)
+    if got is None or isinstance(got, str):
+        return None
+    paths, contents, snaps, failed_due, cd, later, count = got
+    content = watch.content
+    if contents:
+        content = array("q", sorted(set(content) | contents))
+    return Watch(watch.limits, watch.cwd, watch.cd_seen or cd, units_now, watch.results + count, watch.spans,
+                 watch.later + tuple(later), watch.open_paths | paths, content, watch.snapshots | snaps, failed_due)
+
+
+def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, advancing: bool = False) -> Any:
+    """``may_kill``'s walk over the new results: why one may kill (a str), or what they add to the
+    watch (its sets, the failed due unit, a cd, the later deaths, their count); None when
+    ``advancing`` and a call succeeds while a failed result that could be cut waits."""
     last = units_now - 1
     limits = watch.limits
     offset = units_now - len(view.units)  # a unit of the view is unit + offset of the request
@@ -127,6 +156,11 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
     contents: set = set()
     snaps: set = set()
     failed_due = watch.failed_due
+    cd = False
+    later = []
+    stale = KINDS.index("stale_large")
+    stale_on = "stale_large" in limits.kinds
+    pos = watch.results
     for r in view.tool_results:
         if r.unit_index < first_new_unit:
             continue
@@ -134,18 +168,26 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
         if call is None or r.name is None:
             return "a result whose call is not among the new messages"
         f = _Facts(r, call)
-        if f.has_cd and not watch.cd_seen:
-            return "a cd"
+        if f.has_cd:
+            if not watch.cd_seen:
+                return "a cd"
+            cd = True
         if r.is_error is True:
             if could_cut(f, "failed", limits):
                 failed_due = min(failed_due, r.unit_index + offset + limits.failed_age)
         elif failed_due <= last:
             return "a failed result dies"
+        elif advancing and failed_due < INF:
+            return None  # (a death the scan would schedule: only the full analysis knows which)
         if f.tokens >= limits.min_cut and f.dup_key is not None:
             h = hash(f.dup_key)
             if _holds(watch.content, h) or h in contents:
                 return "the same content again"
             contents.add(h)
+        if advancing and stale_on and f.tokens >= limits.stale_min and could_cut(f, "stale_large", limits):
+            unit = r.unit_index + offset
+            later.append((pos, ((unit + limits.stale_age + 1, stale),), r.id, f.tokens, unit))
+        pos += 1
         if not f.callable_ok:
             continue  # (only a call that succeeded supersedes a read or a snapshot)
         if f.may_touch_file:
@@ -159,7 +201,7 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
             if r.name in watch.snapshots or r.name in snaps:
                 return "another snapshot"
             snaps.add(r.name)
-    return None
+    return frozenset(paths), contents, frozenset(snaps), failed_due, cd, later, pos - watch.results
 
 
 def _holds(sorted_ints: array, value: int) -> bool:

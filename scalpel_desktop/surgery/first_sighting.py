@@ -105,7 +105,7 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool | bytes:
             return False
         pol = policy_named(stage._get("policy"))
         if ckey in stage.economist.conversations:
-            got = ghost_body(stage, request, skeleton, ckey, pol.name)
+            got = ghost_body(stage, request, skeleton, ckey, pol.name, True)
             stage.ghosts.refused = id(request) if got is None else None
             return got or False
         return _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1))

@@ -41,6 +41,7 @@ from typing import Any, Callable, Hashable, Iterable
 
 from xxhash import xxh3_128_intdigest
 
+from scalpel_desktop.accounting.context_regions import result_chars, working_directory
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
 from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
@@ -78,10 +79,36 @@ class Ghost:
     stubbed: frozenset  # the results it sent as stubs
     sizes: Any  # each message's compact bytes as received (shared with the snapshot's layout)
     pins: dict  # message -> may its last block take a marker, for the messages the economist's entries end at
+    # For its next turn's record without the head (``surgery/ghost_turn.py``): each stub's (id, offset in the
+    # sent head, tokens saved), the tool results' characters in the head (its context regions), its project.
+    stubs: tuple = ()
+    head_results: int = 0
+    project: str | None = None
 
     def nbytes(self) -> int:
         return 200 + 48 * len(self.sent_hashes) + sum(len(b) + 100 for *_, b in self.splices) \
-            + self.watch.nbytes() + 100 * (len(self.stubbed) + len(self.pins))
+            + self.watch.nbytes() + 100 * (len(self.stubbed) + len(self.pins) + len(self.stubs))
+
+
+@dataclass
+class Turn:
+    """What the lane found when a ghost vouched for a request: all a turn after the answer needs
+    (``surgery/ghost_turn.py``) besides the answer itself. ``request``: the very request object
+    (the lane hands the turn only to the exchange of that request)."""
+
+    request: Any
+    ghost: Ghost
+    body: bytes  # what went out
+    doc: dict  # the request without its first ``ghost.units - 1`` messages
+    view: Any  # ... its view
+    hashes: tuple  # each message's economist hash as sent (the head's as the ghost kept them)
+    tail_sizes: list
+    tail_ends: list  # where each message of ``doc`` ends in the body
+    shape: RequestShape  # as the economist was asked (a warm policy's sizes and pins in it)
+    spans: list  # the candidates the full analysis would find ([] when it would not look)
+    looked: bool  # whether it would look for dead results at all
+    cut_mark: int  # the cut log's mark when the lane checked: every cut before it was looked for
+    policy: str  # the policy it was asked under
 
 
 def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | None:
@@ -115,7 +142,9 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     pins = {u - 1: pinnable[u - 1] for u in marked if 0 < u < n}
     head = memoryview(snap.raw)[:head_len]
     return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), snap.sent_hashes, tuple(splices),
-                 watch, cut_mark, frozenset(view.replaced), layout.sizes, pins)
+                 watch, cut_mark, frozenset(view.replaced), layout.sizes, pins,
+                 tuple((tid, off, saved) for tid, off, saved, _ in snap.stubs),
+                 result_chars("messages", msgs[:n - 1]), working_directory(view.original_doc))
 
 
 class Ghosts:
@@ -133,9 +162,20 @@ class Ghosts:
         # id() of the request ``ghost_body`` last refused in the lane: the usual path, which that
         # request takes next, does not ask again (an id reused meanwhile only costs a full path).
         self.refused: int | None = None
+        # What the lane found for the request it last let through on a ghost's word (``ghost_body``'s
+        # ``keep_turn``), until that request's exchange claims it (``claim``).
+        self.turn: Turn | None = None
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def claim(self, request: Any) -> Turn | None:
+        """The turn the lane found for this very request (None: another request's, or none)."""
+        turn = self.turn
+        if turn is None or turn.request is not request:
+            return None
+        self.turn = None
+        return turn
 
     def get(self, key: Hashable) -> Ghost | None:
         got = self._items.get(key)
@@ -171,9 +211,15 @@ class Ghosts:
             self._bytes -= got[1]
 
 
-def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: str) -> bytes | None:
+def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: str,
+               keep_turn: bool = False) -> bytes | None:
     """The bytes the full path would send for this request, when it is sure to cut nothing new
-    (the module docstring's four conditions); None: the request needs the full path."""
+    (the module docstring's four conditions); None: the request needs the full path.
+    ``keep_turn``: what was found is kept as ``stage.ghosts.turn`` (the lane's: ``Turn``)."""
+    mark = 0
+    if keep_turn:
+        stage.ghosts.turn = None
+        mark = stage.ghosts.cut_mark()  # (before the cut log is looked at)
     g = stage.ghosts.get(ckey)
     raw = request.body
     if g is None or policy not in _SERVED or stage._get("exclude_dirs"):
@@ -183,7 +229,7 @@ def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: 
         return None
     if xxh3_128_intdigest(memoryview(raw)[:g.head_len]) != g.head_hash or doom_limits(stage.config) != g.watch.limits:
         return None
-    doc, tail_hashes, tail_sizes = _tail(raw, g.head_len)
+    doc, tail_hashes, tail_sizes, tail_ends = _tail(raw, g.head_len)
     if doc is None or tail_hashes[0] != g.sent_hashes[k]:
         return None  # not JSON the codec writes back, or the last message changed (beyond its marker)
     view = view_for("messages", doc)
@@ -199,34 +245,44 @@ def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: 
     brk = stage.economist.natural_break(shape)
     if brk.index < k:
         return None  # a cold cache, or a changed prefix: a free cut may wait there
-    if policy != "off" and not _nothing_new_to_cut(stage, g, request, shape, brk, doc, view, tail_sizes, policy):
+    asked = _nothing_new_to_cut(stage, g, request, shape, brk, doc, view, tail_sizes, policy) \
+        if policy != "off" else (shape, [], False)
+    if asked is None:
         return None
     if not g.splices:
-        return raw
-    parts, at = [], 0
-    for a, b, sent in g.splices:
-        parts += (raw[at:a], sent)
-        at = b
-    parts.append(raw[at:])
-    return b"".join(parts)
+        body = raw
+    else:
+        parts, at = [], 0
+        for a, b, sent in g.splices:
+            parts += (raw[at:a], sent)
+            at = b
+        parts.append(raw[at:])
+        body = b"".join(parts)
+    if keep_turn:
+        used, spans, looked = asked
+        if not used.total_tokens:  # (as the full path's shape has it: the body's estimate)
+            used = replace(used, total_tokens=estimate_tokens_bytes(len(raw)))
+        stage.ghosts.turn = Turn(request, g, body, doc, view, shape.unit_hashes, tail_sizes, tail_ends, used, spans, looked, mark, policy)
+    return body
 
 
 def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape, brk: Any, doc: dict, view: Any,
-                        tail_sizes: list, policy: str) -> bool:
+                        tail_sizes: list, policy: str) -> tuple | None:
     """Would the full analysis cut nothing? Its candidates, known from the watch when no new result
-    kills one (``may_kill``), put to the economist as the full path would put them."""
+    kills one (``may_kill``), put to the economist as the full path would put them. (The shape as
+    asked, the candidates, whether it looked) when it would cut nothing; None when it might."""
     k = g.units - 1
     units = k + len(doc["messages"])
     if may_kill(g.watch, view, 1, units) is not None:
-        return False
+        return None
     pol = policy_named(policy)
     new = sum(1 for r in view.tool_results if r.unit_index >= 1)
     keep_recent = int(stage._get("keep_recent"))
     if not pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index + k >= brk.index), keep_recent):
-        return True  # the full path would not look: nothing to cut
+        return shape, [], False  # the full path would not look: nothing to cut
     spans = candidates(g.watch, units, g.watch.results + new, g.stubbed)
     if not spans:
-        return True
+        return shape, spans, True
     total = estimate_tokens_bytes(len(request.body))
     conv = stage.economist.conversations.get(shape.key)
     seen = conv.dead_seen if conv is not None else None
@@ -246,11 +302,11 @@ def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape,
         plan = stage.economist.decide(shape, [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind)
                                               for s in spans], policy=policy, brk=brk)
     except _NotPinned:
-        return False  # the economist asked about a message the ghost cannot answer for
+        return None  # the economist asked about a message the ghost cannot answer for
     finally:
         if conv is not None:
             conv.dead_seen = seen  # asked, not decided: the full analysis after the answer decides
-    return not plan.cut_ids
+    return None if plan.cut_ids else (shape, spans, True)
 
 
 class _NotPinned(Exception):
@@ -276,25 +332,27 @@ class _Pins:
         return got
 
 
-def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list]:
+def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list, list]:
     """The request without its first messages (those through ``head_len``), each remaining message's
-    economist hash and size; (None, [], []) unless the whole body is what the codec writes back."""
+    economist hash, size and end; (None, [], [], []) unless the whole body is what the codec writes back."""
+    none: tuple = (None, [], [], [])
     got = split_at(raw, head_len)
     if got is None:
-        return None, [], []
+        return none
     start, head, msgs, rest = got
     bracket = start + len(MESSAGES_KEY) - 1
     if bracket >= head_len or not msgs:
-        return None, [], []
+        return none
     hashes: list = []
     sizes: list = []
-    end = lay_out(raw, msgs, 0, head_len + 1, [], sizes, hashes)
+    ends: list = []
+    end = lay_out(raw, msgs, 0, head_len + 1, ends, sizes, hashes)
     doc = dict(head)
     doc["messages"] = msgs
     doc.update(rest)
     if end is None or not around_messages(raw, doc, bracket, end):
-        return None, [], []
-    return doc, hashes, sizes
+        return none
+    return doc, hashes, sizes, ends
 
 
 def _cut_since(cutlog: Any, g: Ghost, raw: bytes) -> bool:

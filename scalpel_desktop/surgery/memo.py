@@ -62,6 +62,11 @@ def messages_in(doc: Any) -> int:
     return len(msgs) if isinstance(msgs, list) else 0
 
 
+def _held(raw_len: int, messages: int) -> int:
+    """What a snapshot of a body analysed in full holds (``Snapshot.nbytes`` with a view)."""
+    return raw_len + 2 * layout_bytes(messages) + doc_bytes(raw_len, messages) + view_bytes(raw_len, messages)
+
+
 # Default retention budget of the memo (the ``memo_mb`` setting), in estimated bytes held.
 MEMO_MAX_BYTES = 32 * MB
 
@@ -130,11 +135,19 @@ class Memo:
         """Before a full analysis of a body of ``raw_len`` bytes and ``messages`` messages: drop
         the snapshots its own would push out anyway, so the old and the new analysis are not
         both alive at the peak (a body above the whole budget will not be kept: nothing goes)."""
-        need = raw_len + 2 * layout_bytes(messages) + doc_bytes(raw_len, messages) + view_bytes(raw_len, messages)
+        need = _held(raw_len, messages)
         if need > self.max_bytes:
             return
         while self._items and self._bytes + need > self.max_bytes:
             self.drop(next(iter(self._items)), pushed_out=True)
+
+    def would_push_out(self, raw_len: int, messages: int) -> bool:
+        """Could a full analysis of such a body be kept only by pushing another snapshot out (or
+        not at all: above the whole budget)? (``surgery/ghost_turn.py``: then it is not made.)"""
+        need = _held(raw_len, messages)
+        if need > self.max_bytes or self.size <= 0:
+            return True
+        return bool(self._items) and (self._bytes + need > self.max_bytes or len(self._items) >= self.size)
 
     def shrink(self) -> None:
         """Drop least recently used snapshots until both bounds hold (after ``max_bytes`` changed too)."""

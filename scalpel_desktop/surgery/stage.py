@@ -18,11 +18,10 @@ For each API request with a conversation view:
 there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
 Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``; a dropped one
-leaves a ``surgery/ghost.py``), extended when nothing is cuttable; both paths end in
-one decision builder (``_decide``) and compute the natural break once. A first sighting
-that needs no change goes out at once, analysed after its response (``first_sighting``);
-else parse-reuse's layout is used, or found once. Writes (spill, cut log) are waited on
-``write_wait_ms`` at most; a cut not landed is not sent. Everything is injectable.
+leaves a ``surgery/ghost.py``, recorded turn by turn: ``ghost_turn``), extended when nothing
+is cuttable; one decision builder (``_decide``), the natural break computed once. A first
+sighting that needs no change goes out at once, analysed after its response
+(``first_sighting``). Writes (spill, cut log) wait ``write_wait_ms`` at most.
 """
 
 from __future__ import annotations
@@ -34,20 +33,21 @@ from typing import Any
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.config import setting
-from scalpel_desktop.exchange import Exchange, SurgerySent
+from scalpel_desktop.exchange import Decision, Exchange, SurgerySent
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.store.spill import SpillStore
 from scalpel_desktop.store.cutlog import CutLog
 from scalpel_desktop.surgery.doom import STUB_TOKENS, find_doom_spans
+from scalpel_desktop.surgery.decision import record_decision
 from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
-from scalpel_desktop.surgery import first_sighting
+from scalpel_desktop.surgery import first_sighting, ghost_turn
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
 from scalpel_desktop.surgery.ghost import Ghosts
 from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
-from scalpel_desktop.surgery.plan import Break, Candidate, Plan, RequestShape
+from scalpel_desktop.surgery.plan import Break, Candidate, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import banked_credit, realized
 from scalpel_desktop.surgery.remaining import own_history
@@ -89,6 +89,7 @@ class SurgeryStage:
         self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB, evicted=self.ghosts.evicted)
         # A first sighting that needs no change goes out at once, analysed after its response.
         self.defer_first_sightings = True
+        self.take_turns = True  # ... and a dropped one is recorded from its new messages (surgery/ghost_turn.py)
         # The proxy runs the pipeline on a thread pool: one request at a time in here
         # (the economist, the memo and the surgeon's pending cuts are shared state).
         self._lock = threading.RLock()
@@ -103,6 +104,24 @@ class SurgeryStage:
 
     def may_defer(self, request: Any, skeleton: Any) -> bool:  # (pipeline/lane.py)
         return first_sighting.may_defer(self, request, skeleton)
+
+    def claim_turn(self, request: Any) -> Any:  # the lane's exchange takes what its ghost found
+        with self._lock:
+            return self.ghosts.claim(request)
+
+    def takes_turn(self, turn: Any) -> bool:  # (surgery/ghost_turn.py)
+        with self._lock:
+            return ghost_turn.wants_turn(self, turn)
+
+    def on_turn(self, ex: Exchange) -> None:
+        with self._lock:
+            try:
+                ghost_turn.take_turn(self, ex, ex.turn)
+            except Exception:  # noqa: BLE001 - recorded as the full path records it, from the parsed body
+                log.exception("a dropped conversation's turn failed; analysed in full")
+                ex.decision, ex.surgery = Decision(), None
+                self.ghosts.drop((ex.key.session_id, ex.key.agent_id))
+                first_sighting.analyse_after(self, ex)
 
     def _on_request(self, ex: Exchange) -> None:
         req = ex.request
@@ -212,32 +231,6 @@ class SurgeryStage:
         self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs),
                      extra=dead)
 
-    @staticmethod
-    def _decide(ex: Exchange, plan: Plan, *, replayed: int, cuts: list, removed: int,
-                extra: dict[str, Any] | None = None) -> None:
-        """The decision for the ledger, from the economist's plan: ONE builder for both paths.
-
-        Adds this stage's changes (``replayed``, ``cut``) to what earlier stages recorded
-        (the tool filter's ``filtered``): the decision names every change the bytes show."""
-        d = ex.decision
-        d.figures.update(plan.figures)
-        d.figures.update({"replayed": replayed, "new_cuts": len(cuts)})
-        if extra:
-            d.figures.update(extra)
-        reason = plan.reason
-        if cuts:
-            d.figures["tokens_cut"] = sum(c.saved_tokens for c in cuts)
-            d.figures["rewrite_tokens"] = plan.rewrite_tokens
-        elif plan.cut_ids:
-            reason = f"surgeon could not cut; {reason}"
-        if replayed:
-            d.add("replayed", f"replayed {replayed} earlier cuts")
-        if cuts:
-            d.add("cut", reason)
-        else:
-            d.note(reason)
-        d.tokens_removed += removed
-
     def _fast(self, ex: Exchange, doc: dict, ckey: Any, model: str, pol: Policy, snap: Snapshot,
               layout: Layout, raw: bytes) -> bool:
         """The common case: same history plus new messages, nothing cuttable at or after the
@@ -345,6 +338,7 @@ class SurgeryStage:
             return
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
 
+    _decide = staticmethod(record_decision)  # the decision for the ledger: ONE builder for every path
     _hashes = staticmethod(sent_unit_hashes)  # ---------------------------------------- helpers
     # (the bench shares one rewritten body, its verdict and its stubs' offsets across the arms that send it)
     _serialize, _rewrite_problem = staticmethod(ConversationView.serialize), staticmethod(rewrite_problem)

@@ -61,6 +61,10 @@ class ToolFilterStage:
             return True
         return self.pins.empty_at_once(skeleton().key.session_id, now=request.received_at)
 
+    def on_turn(self, ex: Exchange) -> None:
+        """A dropped conversation recorded from its new messages (``surgery/ghost_turn.py``): the lane
+        let it through only when its session's pin was known to be empty (``may_defer``): nothing to do."""
+
     def on_request(self, ex: Exchange) -> None:
         req = ex.request
         if req.api != "anthropic" or req.endpoint != "messages":

@@ -38,6 +38,15 @@ class InventoryStage:
         ex.inventory = (self.recorder.record, key.session_id, key.agent_id, snapshot, req.client, model,
                         req.received_at)
 
+    def on_turn(self, ex: Exchange) -> None:
+        """A dropped conversation recorded from its new messages (``surgery/ghost_turn.py``): the
+        recorder scans a conversation from its last message on, so the head is left out (None)."""
+        turn, req, key = ex.turn, ex.request, ex.key
+        msgs = turn.doc["messages"]
+        snapshot = {"tools": turn.doc.get("tools"), "messages": [None] * (turn.ghost.units - 1) + list(msgs)}
+        ex.inventory = (self.recorder.record, key.session_id, key.agent_id, snapshot, req.client, ex.model,
+                        req.received_at)
+
     def on_response(self, ex: Exchange) -> None:
         job, ex.inventory = ex.inventory, None
         if job is not None:

@@ -66,11 +66,12 @@ def test_on_real_sessions_a_dropped_conversation_sends_what_the_full_path_sends(
                                                                                 policy, extra, reuse_keeps):
     """Two real conversations take turns: one pipeline keeps both, the other keeps one (each request
     finds its conversation dropped). Every request must go out byte for byte the same, cuts included."""
-    totals = {"requests": 0, "ghost": 0, "spliced": 0, "cuts": 0}
+    totals = {"requests": 0, "asked": 0, "ghost": 0, "spliced": 0, "cuts": 0}
     vouch = first_sighting.ghost_body
 
     def counted(*args):
         got = vouch(*args)
+        totals["asked"] += 1  # (asked only of a known conversation the memo dropped)
         totals["ghost"] += got is not None
         totals["spliced"] += got is not None and got is not args[1].body
         return got
@@ -96,9 +97,10 @@ def test_on_real_sessions_a_dropped_conversation_sends_what_the_full_path_sends(
                     totals["cuts"] += bool(a.decision.figures.get("new_cuts"))
     assert "went out other than" not in caplog.text and "where the full path would have cut" not in caplog.text
     # The comparison means something: cuts were made, and most dropped requests went as their ghost
-    # said, some with earlier cuts re-applied.
+    # said, some with earlier cuts re-applied. (A request recorded as a turn leaves its conversation
+    # out of the memo, so the other one's requests mostly find theirs there: a third of all at least.)
     assert totals["cuts"] >= 3 and totals["spliced"] >= 3
-    assert totals["ghost"] >= totals["requests"] // 2, totals
+    assert totals["ghost"] >= 2 * totals["asked"] // 3 and totals["ghost"] >= totals["requests"] // 3, totals
 
 
 def _session_with_a_cut(tmp_path):
@@ -137,7 +139,10 @@ def test_a_dropped_conversation_goes_out_with_its_cuts_before_its_analysis(tmp_p
     assert "replayed" in b.decision.changes and b.decision.figures["replayed"] == a.decision.figures["replayed"]
     assert b.decision.tokens_removed == a.decision.tokens_removed > 0
     assert [t for t, *_ in b.surgery.stubs] == [t for t, *_ in a.surgery.stubs]  # the saving is priced the same
-    assert dstage.memo.get(key) is not None and dstage.ghosts.get(key) is None  # analysed: remembered anew
+    # The memo keeps one conversation and holds the other: recorded as a turn from the new messages
+    # alone (surgery/ghost_turn.py), never parsed in full, its ghost grown by them.
+    assert not b.parsed and dstage.memo.get(key) is None
+    assert dstage.ghosts.get(key).units == len(s.body()["messages"])
 
 
 @pytest.mark.parametrize("change", ["reread", "ttl", "history", "tail"])
@@ -162,8 +167,11 @@ def test_what_the_ghost_cannot_vouch_for_takes_the_full_path(tmp_path, change):
 
 
 def test_a_ghost_that_would_send_other_bytes_is_caught_after_the_answer(tmp_path, caplog):
+    """(When the memo has room for the conversation again, so its analysis runs in full: a turn,
+    ``surgery/ghost_turn.py``, records what its ghost vouched for without checking it.)"""
     s, (_, (dropped, dstage)) = _session_with_a_cut(tmp_path)
     key = ("00000000-0000-4000-8000-0000000000c1", "")
+    dstage.memo.drop(("00000000-0000-4000-8000-0000000000c2", ""))  # room in the memo: no turn
     g = dstage.ghosts.get(key)
     a, b, sent = g.splices[0]
     dstage.ghosts.keep(key, _replace(g, splices=((a, b, sent.replace(b"[scalpel:", b"[scalpel-x:")),) + g.splices[1:]))
