@@ -14,10 +14,13 @@ Steady traffic is never idle that long (Claude Code's next request follows
 the answer at once while tools run fast), and between trims glibc keeps
 what the requests freed: ten 2.6 MB conversations back to back sat near
 120 MB with ~45 MB of it free inside the heap (``benchmarks/proxy_memory.py``).
-So a trim also follows every ``busy_bytes`` (64 MB: about 25 such requests)
+So a trim also follows every ``busy_bytes`` (8 MB: about three such requests)
 of finished requests, busy or not; it is cheap (a fraction of a millisecond
 in-process) and runs off the request path (it releases the GIL; each arena is
-locked only while it is walked). Fixing the mmap threshold instead (so large
+locked only while it is walked). 64 MB left ~12 MB of free pages resident
+at any moment once a dropped conversation's request was no longer parsed in
+full (``surgery/ghost_turn.py``): 127-134 MB steady against 108-111 with 8 MB,
+the median request 21 ms either way (``benchmarks/RESULTS-proxy-memory.md``). Fixing the mmap threshold instead (so large
 blocks are unmapped when freed) gave memory back as well, but made every
 multi-MB body page-fault afresh: 2-3x slower warm requests in
 ``benchmarks/pipeline.py``.
@@ -79,13 +82,16 @@ class Trimmer:
     and after every ``busy_bytes`` of finished requests even when it never goes idle."""
 
     def __init__(self, *, idle_s: float = 0.5, min_bytes: int = 16 * 1024 * 1024,
-                 busy_bytes: int = 64 * 1024 * 1024):
+                 busy_bytes: int = 8 * 1024 * 1024):
         self.idle_s = idle_s
         self.min_bytes = min_bytes
         self.busy_bytes = busy_bytes
         self.in_flight = 0
         self.trims = 0
-        self._since = 0  # bytes of requests finished since the last trim
+        self._since = 0  # bytes of requests finished since the last trim (the busy rule)
+        # ... since the last idle trim: a busy trim in the middle of a burst gives back little (the
+        # burst's documents are alive), so it never stands in for the one once all is done
+        self._idle_due = 0
         self._trimming = False  # a trim is queued or running: never two at once
         self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
@@ -99,26 +105,36 @@ class Trimmer:
         with self._lock:
             self.in_flight -= 1
             self._since += max(0, nbytes)
+            self._idle_due += max(0, nbytes)
             busy = self._since >= self.busy_bytes and not self._trimming and _LIBC is not None
             if busy:
                 self._since = 0
                 self._trimming = True
-            due = self.in_flight == 0 and self._since >= self.min_bytes
+            due = self.in_flight == 0 and self._idle_due >= self.min_bytes
         if busy:
             asyncio.get_running_loop().run_in_executor(None, self._trim)
-        elif due and _LIBC is not None:
-            loop = asyncio.get_running_loop()
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = loop.call_later(self.idle_s, self._maybe_trim, loop)
+        if due and _LIBC is not None:
+            self._arm(asyncio.get_running_loop())
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_later(self.idle_s, self._maybe_trim, loop)
 
     def _maybe_trim(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         with self._lock:
-            if self.in_flight or self._since < self.min_bytes or self._trimming:
+            if self.in_flight or self._idle_due < self.min_bytes:
                 return
-            self._since = 0
-            self._trimming = True
+            if self._trimming:  # a busy trim is running: this one comes after it
+                again = True
+            else:
+                again = False
+                self._since = self._idle_due = 0
+                self._trimming = True
+        if again:
+            self._arm(loop)
+            return
         loop.run_in_executor(None, self._trim)
 
     def _trim(self) -> None:

@@ -36,7 +36,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from scalpel_desktop.surgery.digests import ids_of
 from scalpel_desktop.surgery.result_facts import KINDS, DoomSpan, _Facts
+from scalpel_desktop.wire.jsoncodec import dumps, loads
 
 INF = 1 << 62
 
@@ -48,8 +50,12 @@ class Watch:
     cd_seen: bool
     units: int  # messages the analysed request had
     results: int  # ... and tool results
-    spans: tuple  # its candidates, (position, DoomSpan) in history order
-    later: tuple  # (position, deaths [(unit, kind index)] sorted, DoomSpan fields) of results that may become ones
+    # Packed (``pack_rows``: one JSON array each, read back by ``spans_of`` / ``later_of``): a watch
+    # outlives the request whose scan made it by many others', and hundreds of small tuples, ints and
+    # the document's own id strings, scattered over the arenas that request's document filled, kept
+    # those arenas from going back to the system (``surgery/ghost.py``).
+    spans: Any  # its candidates, (position, DoomSpan) in history order
+    later: Any  # (position, deaths [(unit, kind index)] sorted, DoomSpan fields) of results that may become ones
     open_paths: frozenset  # files with a read waiting to be superseded that could be cut
     content: array  # hash() of each content seen that could be cut (a duplicate's key), sorted
     snapshots: frozenset
@@ -58,7 +64,7 @@ class Watch:
     def nbytes(self) -> int:
         """Rough memory held (the sets' entries; the strings are the view's, shared)."""
         return 400 + 80 * (len(self.open_paths) + len(self.content) + len(self.snapshots)) \
-            + 120 * (len(self.spans) + len(self.later))
+            + 2 * (len(self.spans) + len(self.later))
 
 
 def could_cut(f: Any, kind: str, limits: Any) -> bool:
@@ -90,7 +96,8 @@ def watch_of(st: Any, facts: list, results: list, limits: Any, spans: list, span
     failed_due = min((results[pos].unit_index + limits.failed_age for pos in st.pending_fail
                       if could_cut(facts[pos], "failed", limits)), default=INF)
     cut = limits.min_cut
-    return Watch(limits, cwd, cd_seen, units, len(results), tuple(zip(span_pos, spans)), tuple(later),
+    rows = [(pos, s.tool_use_id, s.kind, s.tokens, s.unit_index, s.died_at_unit) for pos, s in zip(span_pos, spans)]
+    return Watch(limits, cwd, cd_seen, units, len(results), pack_rows(rows), pack_rows(later),
                  frozenset(p for p, waiting in st.open_reads.items() if any(facts[i].tokens >= cut for i, _ in waiting)),
                  array("q", sorted({hash(key) for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut})),
                  frozenset(st.last_snapshot), failed_due)
@@ -102,9 +109,10 @@ def candidates(watch: Watch, units_now: int, results_now: int, stubbed: Iterable
     results ``stubbed`` cut already. What ``find_doom_spans`` would return, in its order."""
     last = units_now - 1
     protected_from = results_now - watch.limits.keep_recent
-    gone = stubbed if isinstance(stubbed, (set, frozenset)) else set(stubbed)
-    out = [(pos, s) for pos, s in watch.spans if s.tool_use_id not in gone]
-    for pos, deaths, tid, tokens, unit in watch.later:
+    gone = stubbed if isinstance(stubbed, (set, frozenset)) else ids_of(stubbed) if isinstance(stubbed, bytes) \
+        else set(stubbed)
+    out = [(pos, s) for pos, s in spans_of(watch) if s.tool_use_id not in gone]
+    for pos, deaths, tid, tokens, unit in later_of(watch):
         if pos >= protected_from:
             break  # (in position order: every later one is protected too)
         at, kind = deaths[0]
@@ -141,8 +149,9 @@ def advance(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> Wat
     content = watch.content
     if contents:
         content = array("q", sorted(set(content) | contents))
+    more = pack_rows(later_of(watch) + later) if later else watch.later
     return Watch(watch.limits, watch.cwd, watch.cd_seen or cd, units_now, watch.results + count, watch.spans,
-                 watch.later + tuple(later), watch.open_paths | paths, content, watch.snapshots | snaps, failed_due)
+                 more, watch.open_paths | paths, content, watch.snapshots | snaps, failed_due)
 
 
 def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, advancing: bool = False) -> Any:
@@ -202,6 +211,26 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
                 return "another snapshot"
             snaps.add(r.name)
     return frozenset(paths), contents, frozenset(snaps), failed_due, cd, later, pos - watch.results
+
+
+def pack_rows(rows: list) -> Any:
+    """Rows of ids, strings and ints as one JSON array (a tuple when they do not serialise)."""
+    try:
+        return dumps(rows)
+    except (TypeError, ValueError):
+        return tuple(rows)
+
+
+def spans_of(watch: Watch) -> list:
+    """The watch's candidates: (position, DoomSpan) in history order."""
+    rows = loads(watch.spans) if isinstance(watch.spans, bytes) else watch.spans
+    return [(pos, DoomSpan(tid, KINDS[KINDS.index(kind)], tokens, unit, at)) for pos, tid, kind, tokens, unit, at in rows]
+
+
+def later_of(watch: Watch) -> list:
+    """The watch's results that may become candidates: (position, deaths, id, tokens, unit)."""
+    rows = loads(watch.later) if isinstance(watch.later, bytes) else watch.later
+    return [(pos, tuple(tuple(d) for d in deaths), tid, tokens, unit) for pos, deaths, tid, tokens, unit in rows]
 
 
 def _holds(sorted_ints: array, value: int) -> bool:

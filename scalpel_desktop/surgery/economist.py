@@ -66,6 +66,7 @@ from scalpel_desktop.surgery.plan import (
     common_prefix,
     prefix_digest,
 )
+from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
 
@@ -118,7 +119,7 @@ class Economist:
                               self._serial, shape.total_tokens))
         del ents[:-MAX_ENTRIES_PER_MODEL]
         new = ModelState(
-            unit_hashes=hashes,
+            unit_hashes=packed(hashes),  # kept for turns: one allocation, not one object per message
             tools_hash=shape.tools_hash,
             system_hash=shape.system_hash,
             settings_hash=shape.settings_hash,
@@ -266,7 +267,7 @@ class Economist:
             # guess (SPEC 5). Its next request, its usage known, may make the cut this one would.
             warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
                                  self.history)
-            conv.dead_seen = frozenset(c.id for c in candidates)
+            conv.dead_seen = packed_ids(c.id for c in candidates)  # kept for turns: packed
             if warm is not None:
                 return self._guard(shape, warm, brk)
         if free and free_saving >= batch_min:

@@ -39,10 +39,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable
 
+from array import array
+
 from xxhash import xxh3_128_intdigest
 
 from scalpel_desktop.accounting.context_regions import result_chars, working_directory
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
+from scalpel_desktop.surgery.digests import SIZE, Digests, ids_of, packed, packed_ids
 from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
 from scalpel_desktop.surgery.pin import Pinnable
@@ -72,12 +75,12 @@ class Ghost:
     head_len: int  # its bytes through its second-to-last message
     head_hash: int  # xxh3-128 of those bytes
     head_markers: int  # cache markers in them (the economist counts the free ones)
-    sent_hashes: Any  # the economist's hash of each message as sent (shared with the snapshot)
+    sent_hashes: Any  # the economist's hash of each message as sent (packed: ``surgery/digests.py``)
     splices: tuple  # (start, end, sent bytes) of each message of the head that went out changed
     watch: Watch
     cut_mark: int  # the cut log's count of learned cuts when the ghost was made
-    stubbed: frozenset  # the results it sent as stubs
-    sizes: Any  # each message's compact bytes as received (shared with the snapshot's layout)
+    stubbed: Any  # the results it sent as stubs (``digests.packed_ids``: ``ids_of`` reads them)
+    sizes: Any  # each message's compact bytes as received (an array: one allocation, as the hashes)
     pins: dict  # message -> may its last block take a marker, for the messages the economist's entries end at
     # For its next turn's record without the head (``surgery/ghost_turn.py``): each stub's (id, offset in the
     # sent head, tokens saved), the tool results' characters in the head (its context regions), its project.
@@ -86,8 +89,8 @@ class Ghost:
     project: str | None = None
 
     def nbytes(self) -> int:
-        return 200 + 48 * len(self.sent_hashes) + sum(len(b) + 100 for *_, b in self.splices) \
-            + self.watch.nbytes() + 100 * (len(self.stubbed) + len(self.pins) + len(self.stubs))
+        return 200 + 24 * len(self.sent_hashes) + sum(len(b) + 100 for *_, b in self.splices) \
+            + self.watch.nbytes() + len(self.stubbed) + 100 * (len(self.pins) + len(self.stubs))
 
 
 @dataclass
@@ -141,8 +144,10 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     pinnable = Pinnable(msgs)
     pins = {u - 1: pinnable[u - 1] for u in marked if 0 < u < n}
     head = memoryview(snap.raw)[:head_len]
-    return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), snap.sent_hashes, tuple(splices),
-                 watch, cut_mark, frozenset(view.replaced), layout.sizes, pins,
+    # (A ghost outlives the request that made it by many others': what it keeps per message is packed,
+    # not one small object each scattered over the arenas that request's document filled.)
+    return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), packed(snap.sent_hashes),
+                 tuple(splices), watch, cut_mark, packed_ids(view.replaced), array("q", layout.sizes), pins,
                  tuple((tid, off, saved) for tid, off, saved, _ in snap.stubs),
                  result_chars("messages", msgs[:n - 1]), working_directory(view.original_doc))
 
@@ -239,7 +244,7 @@ def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: 
     system, tools, settings = regions("messages", doc)
     shape = RequestShape(
         key=ckey, model=skeleton.model, at=request.received_at,
-        unit_hashes=tuple(g.sent_hashes[:k]) + tuple(tail_hashes), tools_hash=region_hash(tools),
+        unit_hashes=joined(g.sent_hashes, k, tail_hashes), tools_hash=region_hash(tools),
         system_hash=region_hash(system), settings_hash=region_hash(settings),
         ttl_s=message_ttl_s("messages", doc), tool_changes_ok=tool_changes_beta(request.headers))
     brk = stage.economist.natural_break(shape)
@@ -286,9 +291,10 @@ def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape,
     total = estimate_tokens_bytes(len(request.body))
     conv = stage.economist.conversations.get(shape.key)
     seen = conv.dead_seen if conv is not None else None
+    seen_ids = ids_of(seen) if seen else frozenset()
     # The warm rule weighs only results dead before the break (and under ``death``, newly dead):
     # without one it returns before it reads the messages' sizes and pins (payback.payback_plan).
-    weighed = [s for s in spans if s.unit_index < brk.index and not (getattr(pol, "only_new", False) and seen and s.tool_use_id in seen)]
+    weighed = [s for s in spans if s.unit_index < brk.index and not (getattr(pol, "only_new", False) and s.tool_use_id in seen_ids)]
     if pol.warm and weighed:  # (as SurgeryStage._shape builds it)
         sizes = list(g.sizes[:k]) + tail_sizes
         unit_pinnable, free = ([], 0) if "cache_control" in doc else \
@@ -330,6 +336,14 @@ class _Pins:
         if got is None:
             raise _NotPinned()
         return got
+
+
+def joined(head: Any, k: int, tail: list) -> Any:
+    """The first ``k`` of ``head``'s hashes and then ``tail``'s, packed when both are digests."""
+    more = packed(tail)
+    if isinstance(head, Digests) and isinstance(more, Digests):
+        return Digests(head.blob[:k * SIZE] + more.blob)
+    return tuple(head[:k]) + tuple(tail)
 
 
 def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list, list]:

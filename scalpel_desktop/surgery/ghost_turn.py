@@ -35,6 +35,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from array import array
+
 from xxhash import xxh3_128_intdigest
 
 from scalpel_desktop.accounting.context_regions import result_chars
@@ -110,5 +112,11 @@ def next_ghost(stage: Any, ckey: Any, turn: Turn) -> Ghost | None:
                 pins[i] = g.pins[i]  # (one it cannot answer for sends a warm weighing to the full path)
     head = memoryview(raw)[:head_len]
     return Ghost(n, head_len, xxh3_128_intdigest(head), raw.count(MARKER, 0, head_len), turn.hashes, g.splices,
-                 watch, turn.cut_mark, g.stubbed, list(g.sizes[:k]) + turn.tail_sizes, pins, g.stubs,
+                 watch, turn.cut_mark, g.stubbed, _sizes(g.sizes, k, turn.tail_sizes), pins, g.stubs,
                  g.head_results + result_chars("messages", tail[:-1]), g.project)
+
+
+def _sizes(head: Any, k: int, tail: list) -> array:
+    sizes = array("q", head[:k])
+    sizes.extend(tail)
+    return sizes

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from scalpel_desktop.surgery.digests import ids_of
 from scalpel_desktop.surgery.plan import (
     MIN_CACHEABLE_GUARD,
     Break,
@@ -88,7 +89,8 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
     ``only_new``: consider only results that were not dead at the previous decision (cut at death)."""
     warm = [c for c in candidates if c.unit_index < brk.index]
     if only_new and conv is not None:
-        warm = [c for c in warm if c.id not in conv.dead_seen]
+        seen = ids_of(conv.dead_seen)
+        warm = [c for c in warm if c.id not in seen]
     if not warm or shape.unit_tokens is None:
         return None
     rates = rates_of(shape.model)

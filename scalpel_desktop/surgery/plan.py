@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
+from scalpel_desktop.surgery.digests import Digests, common_prefix_packed, packed
 from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S
 
 # No cut may bring a prompt under the largest minimum cacheable length (SPEC 3:
@@ -127,7 +128,7 @@ class EntryMark:
 class ModelState:
     """One request as sent to one model: its prefix may still be cached."""
 
-    unit_hashes: tuple
+    unit_hashes: Sequence[Hashable]  # packed (``surgery/digests.py``) when they are digests
     tools_hash: Hashable
     system_hash: Hashable
     settings_hash: Hashable
@@ -159,7 +160,8 @@ class ConversationState:
     entries: dict[str, list[EntryMark]] = field(default_factory=dict)
     first_tokens: int = 0  # estimated prompt of the first request (context growth per turn)
     last_tokens: int = 0
-    dead_seen: frozenset = frozenset()  # candidates already dead at the previous decision (cut at death)
+    # candidates already dead at the previous decision (cut at death); packed (``surgery/digests.py``)
+    dead_seen: bytes | frozenset = frozenset()
     # The risk budget of the warm policies (dollars, the economist's estimates): what this
     # conversation's cuts have surely saved so far (each stub a request carried, at the cache
     # read price, the least its tokens would have cost), minus every warm cut's priced rewrite.
@@ -174,7 +176,11 @@ def prefix_digest(shape: "RequestShape", hashes: Sequence[Hashable], units: int)
 
 
 def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
-    """How many leading hashes ``a`` and ``b`` share."""
+    """How many leading hashes ``a`` and ``b`` share (a packed one read as bytes: ``surgery/digests.py``)."""
+    if isinstance(a, Digests) or isinstance(b, Digests):
+        pa, pb = packed(a), packed(b)
+        if isinstance(pa, Digests) and isinstance(pb, Digests):
+            return common_prefix_packed(pa, pb)
     n = min(len(a), len(b))
     if n and a[n - 1] == b[n - 1] and tuple(a[:n]) == tuple(b[:n]):
         return n  # the common case: pure append

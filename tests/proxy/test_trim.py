@@ -66,3 +66,32 @@ def test_steady_traffic_that_is_never_idle_is_trimmed_every_busy_bytes(monkeypat
 
     t = asyncio.run(scenario())
     assert calls == [1, 1] and t.trims == 2 and t.in_flight == 1
+
+
+def test_busy_trims_during_a_burst_never_stand_in_for_the_trim_once_it_is_done(monkeypatch):
+    """A burst that crosses ``busy_bytes`` many times: the trims in its middle give back little (its
+    documents are alive), so the idle trim still follows once nothing is in flight."""
+    calls = []
+    monkeypatch.setattr(trim_mod, "trim", lambda: calls.append(time.monotonic()) or True)
+    monkeypatch.setattr(trim_mod, "_LIBC", object())
+
+    async def scenario() -> tuple[Trimmer, float]:
+        t = Trimmer(idle_s=0.05, min_bytes=1000, busy_bytes=300)
+        for _ in range(10):
+            t.started()
+        for i in range(10):
+            t.finished(400)  # each crosses busy_bytes: a busy trim, done before the next ends
+            deadline = time.monotonic() + 10
+            while len(calls) < i + 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.001)
+            while t._trimming and time.monotonic() < deadline:
+                await asyncio.sleep(0.001)
+        done = time.monotonic()
+        deadline = done + 10
+        while (not calls or calls[-1] < done + 0.04) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return t, done
+
+    t, done = asyncio.run(scenario())
+    assert len(calls) >= 2 and calls[-1] >= done + 0.04  # the last one came after the idle time
+    assert t.in_flight == 0

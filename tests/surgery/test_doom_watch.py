@@ -8,7 +8,7 @@ import pytest
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
 from scalpel_desktop.surgery.doom import find_doom_spans
-from scalpel_desktop.surgery.doom_watch import candidates, may_kill
+from scalpel_desktop.surgery.doom_watch import advance, candidates, may_kill
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
 from tests.support import corpus_dir
@@ -49,6 +49,36 @@ def test_on_real_sessions_the_watch_knows_the_next_candidates(config):
                     grew += len(truth) > 0
             prev = doc
     assert vouched >= 300 and grew >= 50, (vouched, grew)  # the comparison covered real candidates
+
+
+@pytest.mark.parametrize("config", [{"tier": 2}, AGGRESSIVE])
+def test_on_real_sessions_a_watch_advanced_request_after_request_knows_the_candidates(config):
+    """``advance`` chained as a dropped conversation's turns chain it (surgery/ghost_turn.py): each
+    request's candidates from the watch advanced over every request since the last full analysis."""
+    chained = longest = 0
+    for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
+        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        prev, watch, run = None, None, 0
+        for k in range(len(seq.requests)):
+            _, doc = bodies.doc(k)
+            msgs = doc["messages"]
+            view = view_for("messages", doc)
+            truth = find_doom_spans(view, config)
+            grew = prev is not None and len(msgs) > len(prev["messages"]) \
+                and msgs[:len(prev["messages"]) - 1] == prev["messages"][:-1]
+            if watch is not None and grew:
+                tail = view_for("messages", {"messages": msgs[len(prev["messages"]) - 1:]})
+                watch = advance(watch, tail, 1, len(msgs))
+                if watch is not None:
+                    assert candidates(watch, len(msgs), len(view.tool_results), ()) == truth, (seq.name, k)
+                    assert watch.units == len(msgs) and watch.results == len(view.tool_results)
+                    chained += 1
+                    run += 1
+                    longest = max(longest, run)
+            if watch is None or not grew:
+                watch, run = view.for_next["watch"](), 0  # the full analysis's own
+            prev = doc
+    assert chained >= 300 and longest >= 20, (chained, longest)  # long chains, not single steps
 
 
 def _grown(steps) -> tuple[dict, dict]:
