@@ -106,7 +106,8 @@ class Economist:
             conv.first_tokens = shape.total_tokens
         conv.turns += 1
         conv.last_tokens = shape.total_tokens
-        hashes = tuple(sent_hashes if sent_hashes is not None else shape.unit_hashes)
+        # (packed once: a dropped conversation's ghost hands its packed hashes over and keeps the same object)
+        hashes = packed(sent_hashes if sent_hashes is not None else shape.unit_hashes)
         ents = conv.entries.setdefault(shape.model, [])
         if pin_unit is not None and 0 <= pin_unit < len(hashes):
             u = pin_unit + 1

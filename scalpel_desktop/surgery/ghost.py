@@ -147,7 +147,7 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     # (A ghost outlives the request that made it by many others': what it keeps per message is packed,
     # not one small object each scattered over the arenas that request's document filled.)
     return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), packed(snap.sent_hashes),
-                 tuple(splices), watch, cut_mark, packed_ids(view.replaced), array("q", layout.sizes), pins,
+                 tuple(splices), watch, cut_mark, packed_ids(view.replaced), array("I", layout.sizes), pins,
                  tuple((tid, off, saved) for tid, off, saved, _ in snap.stubs),
                  result_chars("messages", msgs[:n - 1]), working_directory(view.original_doc))
 

@@ -117,6 +117,6 @@ def next_ghost(stage: Any, ckey: Any, turn: Turn) -> Ghost | None:
 
 
 def _sizes(head: Any, k: int, tail: list) -> array:
-    sizes = array("q", head[:k])
+    sizes = array("I", head[:k])
     sizes.extend(tail)
     return sizes
