@@ -237,6 +237,12 @@ class Economist:
             return min(cp, last), "client-rewrite"
         return min(cp, last), "append"
 
+    def sent_hashes(self, key: Hashable) -> Sequence[Hashable] | None:
+        """The hashes of the last request recorded for a conversation, as kept (packed)."""
+        conv = self.conversations.get(key)
+        states = [m for ms in conv.models.values() for m in ms] if conv is not None else []
+        return max(states, key=lambda m: m.request_serial).unit_hashes if states else None
+
     def entry_units(self, key: Hashable) -> set[int]:
         """Where a conversation's cache entries end (message counts, every model's)."""
         conv = self.conversations.get(key)

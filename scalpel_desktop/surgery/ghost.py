@@ -114,7 +114,7 @@ class Turn:
     policy: str  # the policy it was asked under
 
 
-def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | None:
+def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = (), kept: Any = None) -> Ghost | None:
     """The ghost of a dropped snapshot, or None when it has no full analysis of its own body.
     ``marked``: the message counts the economist's cache entries for it end at (``pin_for`` asks
     whether the last of those messages may take a marker: the ghost answers for them)."""
@@ -145,8 +145,12 @@ def ghost_of(snap: Any, cut_mark: int, marked: Iterable[int] = ()) -> Ghost | No
     pins = {u - 1: pinnable[u - 1] for u in marked if 0 < u < n}
     head = memoryview(snap.raw)[:head_len]
     # (A ghost outlives the request that made it by many others': what it keeps per message is packed,
-    # not one small object each scattered over the arenas that request's document filled.)
-    return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), packed(snap.sent_hashes),
+    # not one small object each scattered over the arenas that request's document filled; ``kept``:
+    # the economist's packed hashes of that request, shared when they are these.)
+    hashes = packed(snap.sent_hashes)
+    if isinstance(kept, Digests) and isinstance(hashes, Digests) and kept.blob == hashes.blob:
+        hashes = kept
+    return Ghost(n, head_len, xxh3_128_intdigest(head), snap.raw.count(MARKER, 0, head_len), hashes,
                  tuple(splices), watch, cut_mark, packed_ids(view.replaced), array("I", layout.sizes), pins,
                  tuple((tid, off, saved) for tid, off, saved, _ in snap.stubs),
                  result_chars("messages", msgs[:n - 1]), working_directory(view.original_doc))
@@ -157,10 +161,11 @@ class Ghosts:
 
     def __init__(self, cut_mark: Callable[[], int] = lambda: 0,
                  marked: Callable[[Hashable], Iterable[int]] = lambda key: (), size: int = GHOSTS_MAX,
-                 max_bytes: int = GHOSTS_MAX_BYTES):
+                 max_bytes: int = GHOSTS_MAX_BYTES, kept: Callable[[Hashable], Any] = lambda key: None):
         """``cut_mark``: the cut log's ``mark`` (a ghost made now knows which cuts it has seen);
-        ``marked(key)``: where the economist's cache entries for a conversation end."""
-        self.cut_mark, self.marked = cut_mark, marked
+        ``marked(key)``: where the economist's cache entries for a conversation end; ``kept(key)``:
+        the economist's hashes of its last request (``Economist.sent_hashes``: shared, not copied)."""
+        self.cut_mark, self.marked, self.kept = cut_mark, marked, kept
         self.size, self.max_bytes = size, max_bytes
         self._items: OrderedDict[Hashable, tuple[Ghost, int]] = OrderedDict()
         self._bytes = 0
@@ -205,7 +210,7 @@ class Ghosts:
         ghost = None
         if snap is not None:
             try:
-                ghost = ghost_of(snap, self.cut_mark(), self.marked(key))
+                ghost = ghost_of(snap, self.cut_mark(), self.marked(key), self.kept(key))
             except Exception:  # noqa: BLE001 - no ghost: the next request takes the full path
                 log.exception("the ghost of a dropped conversation could not be made")
         self.keep(key, ghost)

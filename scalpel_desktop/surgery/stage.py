@@ -85,7 +85,8 @@ class SurgeryStage:
         self.surgeon = Surgeon(spill, cutlog)  # build_surgery_stage bounds its writes (the proxy's)
         # (view, config, tier=) -> doom spans; the bench shares one analysis per body across its arms
         self.find_spans = find_doom_spans
-        self.ghosts = Ghosts(getattr(cutlog, "mark", lambda: 0), self.economist.entry_units)  # (surgery/ghost.py)
+        self.ghosts = Ghosts(getattr(cutlog, "mark", lambda: 0), self.economist.entry_units,  # (surgery/ghost.py)
+                             kept=self.economist.sent_hashes)
         self.memo = Memo(max_bytes=int(self._get("memo_mb")) * MB, evicted=self.ghosts.evicted)
         # A first sighting that needs no change goes out at once, analysed after its response.
         self.defer_first_sightings = True

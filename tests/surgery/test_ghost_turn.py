@@ -161,3 +161,20 @@ def _same_ghost(ga, gb, where) -> None:
         for more_results in range(0, 6, 2):
             units, results = wa.units + more_units, wa.results + more_results
             assert candidates(wa, units, results, ga.stubbed) == candidates(wb, units, results, gb.stubbed), where
+
+
+def test_a_ghost_shares_the_economists_packed_hashes_rather_than_a_copy(tmp_path):
+    """One blob of hashes per dropped conversation, not two (a turn's and its first ghost's)."""
+    turns, stage = _chain(tmp_path, "shared", True, "death", {})
+    seq = _sequences(1)[0]
+    bodies = SequenceBodies(seq, {"tier": 2}, 2)
+    shared = 0
+    for k, req in enumerate(seq.requests):
+        body, _ = bodies.doc(k)
+        ex = _send(turns, body, req.ts, req.ts_done, req.usage)
+        key = (ex.key.session_id, ex.key.agent_id)
+        g = stage.ghosts.get(key)
+        if g is not None:
+            assert g.sent_hashes is stage.economist.sent_hashes(key)
+            shared += 1
+    assert shared >= len(seq.requests) // 2
