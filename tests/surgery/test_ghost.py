@@ -53,9 +53,15 @@ def _send(chain, body: bytes, at: float, done: float, usage: Usage):
     return ex
 
 
-def _pairs(count: int):
+def _sequences(count: int | None = None):
+    """The shared transcripts' sequences of 8 requests or more, longest first."""
     seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts"))) if len(s.requests) >= 8]
     seqs.sort(key=lambda s: (-len(s.requests), s.name))
+    return seqs[:count]
+
+
+def _pairs(count: int):
+    seqs = _sequences()
     return [seqs[i:i + 2] for i in range(0, min(len(seqs), 2 * count) - 1, 2)]
 
 

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
-from scalpel_desktop.exchange import ApiRequest, ResponseResult
 from scalpel_desktop.pipeline.calibrate import Calibrate
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
@@ -25,11 +23,8 @@ from scalpel_desktop.tools.inventory import calls_in
 from scalpel_desktop.tools.inventory_stage import InventoryStage
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.tools.writer import BackgroundWriter
-from tests.support import corpus_dir
+from tests.surgery.test_ghost import AGGRESSIVE, _send, _sequences
 
-HEADERS = {"anthropic-version": "2023-06-01"}
-AGGRESSIVE = {"keep_recent": 0, "min_cut_tokens": 1, "stale_min_tokens": 50, "stale_age_messages": 4,
-              "failed_age_messages": 1}
 _GHOST_FIELDS = ("units", "head_len", "head_hash", "head_markers", "splices", "stubbed", "pins", "stubs",
                  "head_results", "project")
 
@@ -52,19 +47,6 @@ def _chain(tmp: Path, name: str, turns: bool, policy: str, extra: dict):
     chain = Chain([ParseReuse(min_bytes=0, size=0), Identify(), Calibrate(), inventory, stage])
     chain.lane_min_bytes = 0
     return chain, stage
-
-
-def _send(chain, body: bytes, at: float, done: float, usage):
-    ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", HEADERS, body, at))
-    chain.answered(ex)
-    chain.complete(ex, ResponseResult(200, usage, 1, 1, done))
-    return ex
-
-
-def _sequences(count: int):
-    seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts"))) if len(s.requests) >= 8]
-    seqs.sort(key=lambda s: (-len(s.requests), s.name))
-    return seqs[:count]
 
 
 @pytest.mark.parametrize("policy,extra", [("death", {}), ("death", AGGRESSIVE), ("cold", dict(AGGRESSIVE, batch_min_tokens=0))])
