@@ -20,8 +20,8 @@ in-process) and runs off the request path (it releases the GIL; each arena is
 locked only while it is walked). 64 MB left ~12 MB of free pages resident
 at any moment once a dropped conversation's request was no longer parsed in
 full (``surgery/ghost_turn.py``): 127-134 MB steady against 108-111 with 8 MB,
-the median request 21 ms either way (``benchmarks/RESULTS-proxy-memory.md``). Fixing the mmap threshold instead (so large
-blocks are unmapped when freed) gave memory back as well, but made every
+the median request 21 ms either way (``benchmarks/RESULTS-proxy-memory.md``).
+Fixing the mmap threshold instead (so large blocks are unmapped when freed) gave memory back as well, but made every
 multi-MB body page-fault afresh: 2-3x slower warm requests in
 ``benchmarks/pipeline.py``.
 

@@ -64,7 +64,7 @@ class Watch:
     def nbytes(self) -> int:
         """Rough memory held (the sets' entries; the strings are the view's, shared)."""
         return 400 + 80 * (len(self.open_paths) + len(self.content) + len(self.snapshots)) \
-            + 2 * (len(self.spans) + len(self.later))
+            + _rows_held(self.spans) + _rows_held(self.later)
 
 
 def could_cut(f: Any, kind: str, limits: Any) -> bool:
@@ -145,18 +145,18 @@ def advance(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> Wat
     got = _new_results(watch, view, first_new_unit, units_now, advancing=True)
     if got is None or isinstance(got, str):
         return None
-    paths, contents, snaps, failed_due, cd, later, count = got
+    paths, contents, snaps, failed_due, later, count = got
     content = watch.content
     if contents:
         content = array("q", sorted(set(content) | contents))
     more = pack_rows(later_of(watch) + later) if later else watch.later
-    return Watch(watch.limits, watch.cwd, watch.cd_seen or cd, units_now, watch.results + count, watch.spans,
+    return Watch(watch.limits, watch.cwd, watch.cd_seen, units_now, watch.results + count, watch.spans,
                  more, watch.open_paths | paths, content, watch.snapshots | snaps, failed_due)
 
 
 def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, advancing: bool = False) -> Any:
     """``may_kill``'s walk over the new results: why one may kill (a str), or what they add to the
-    watch (its sets, the failed due unit, a cd, the later deaths, their count); None when
+    watch (its sets, the failed due unit, the later deaths, their count); None when
     ``advancing`` and a call succeeds while a failed result that could be cut waits."""
     last = units_now - 1
     limits = watch.limits
@@ -165,7 +165,6 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
     contents: set = set()
     snaps: set = set()
     failed_due = watch.failed_due
-    cd = False
     later = []
     stale = KINDS.index("stale_large")
     stale_on = "stale_large" in limits.kinds
@@ -177,10 +176,8 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
         if call is None or r.name is None:
             return "a result whose call is not among the new messages"
         f = _Facts(r, call)
-        if f.has_cd:
-            if not watch.cd_seen:
-                return "a cd"
-            cd = True
+        if f.has_cd and not watch.cd_seen:
+            return "a cd"  # (after one the watch was made with, a cd changes nothing it knows)
         if r.is_error is True:
             if could_cut(f, "failed", limits):
                 failed_due = min(failed_due, r.unit_index + offset + limits.failed_age)
@@ -210,7 +207,7 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
             if r.name in watch.snapshots or r.name in snaps:
                 return "another snapshot"
             snaps.add(r.name)
-    return frozenset(paths), contents, frozenset(snaps), failed_due, cd, later, pos - watch.results
+    return frozenset(paths), contents, frozenset(snaps), failed_due, later, pos - watch.results
 
 
 def pack_rows(rows: list) -> Any:
@@ -221,10 +218,15 @@ def pack_rows(rows: list) -> Any:
         return tuple(rows)
 
 
+def _rows_held(rows: Any) -> int:
+    """Rough memory of ``pack_rows``'s result: its bytes packed, about 120 a row unpacked."""
+    return 2 * len(rows) if isinstance(rows, bytes) else 120 * len(rows)
+
+
 def spans_of(watch: Watch) -> list:
     """The watch's candidates: (position, DoomSpan) in history order."""
     rows = loads(watch.spans) if isinstance(watch.spans, bytes) else watch.spans
-    return [(pos, DoomSpan(tid, KINDS[KINDS.index(kind)], tokens, unit, at)) for pos, tid, kind, tokens, unit, at in rows]
+    return [(pos, DoomSpan(tid, kind, tokens, unit, at)) for pos, tid, kind, tokens, unit, at in rows]
 
 
 def later_of(watch: Watch) -> list:

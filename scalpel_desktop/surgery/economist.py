@@ -120,7 +120,7 @@ class Economist:
                               self._serial, shape.total_tokens))
         del ents[:-MAX_ENTRIES_PER_MODEL]
         new = ModelState(
-            unit_hashes=packed(hashes),  # kept for turns: one allocation, not one object per message
+            unit_hashes=hashes,  # (packed above: one allocation, not one object per message)
             tools_hash=shape.tools_hash,
             system_hash=shape.system_hash,
             settings_hash=shape.settings_hash,

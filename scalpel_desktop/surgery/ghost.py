@@ -35,11 +35,10 @@ checks it (``first_sighting.analyse_after``).
 from __future__ import annotations
 
 import logging
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable
-
-from array import array
 
 from xxhash import xxh3_128_intdigest
 
@@ -104,7 +103,7 @@ class Turn:
     body: bytes  # what went out
     doc: dict  # the request without its first ``ghost.units - 1`` messages
     view: Any  # ... its view
-    hashes: tuple  # each message's economist hash as sent (the head's as the ghost kept them)
+    hashes: Any  # each message's economist hash as sent (``joined``: packed when the ghost's are)
     tail_sizes: list
     tail_ends: list  # where each message of ``doc`` ends in the body
     shape: RequestShape  # as the economist was asked (a warm policy's sizes and pins in it)

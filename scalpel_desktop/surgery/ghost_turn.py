@@ -33,9 +33,8 @@ full analyses and compares every record.
 from __future__ import annotations
 
 import logging
-from typing import Any
-
 from array import array
+from typing import Any
 
 from xxhash import xxh3_128_intdigest
 
