@@ -57,14 +57,15 @@ def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
             close_stages([inventory, tool_filter])
             raise
         features: list[Stage] = [inventory, tool_filter, surgery]
+        borrow = surgery.memo.snapshots  # a body parse-reuse forgot, the memo may still hold parsed
     except (sqlite3.Error, OSError) as e:
         # Fail open: without the database the tool filter and surgery stay off and
         # every request is forwarded unchanged.
         log.warning("database %s cannot be used (%s): tool filter and surgery are off, "
                     "requests are forwarded unchanged", db_path, e)
-        features = []
+        features, borrow = [], None
     return [
-        ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB),
+        ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB, borrow=borrow),
         Identify(),
         Calibrate(),
         *features,

@@ -34,18 +34,30 @@ dropped is simply parsed in full next time.
 A first sighting (no remembered body matches) is parsed in full and goes on
 at once; it is laid out and remembered in ``on_response``, after the answer
 (the surgery stage's layout taken over when it had to find one anyway).
+
+Before that full parse it asks ``borrow`` (the surgery stage's memo,
+``surgery/memo.py``): a conversation the memo still holds, whose body this
+stage forgot, is built from the parsed messages of the memo's snapshot
+(``Snapshot.parsed``: those its body repeats) and the rest of the body. The
+two bound what they keep separately, by different budgets; when several
+long conversations take turns, the memo may hold one this stage no longer
+does, and without the borrow each of its requests was parsed in full on the
+request path (issue 12's evicted 1 MB: 14 of 20 requests).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.held import MB, body_held
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads, too_deep
 from scalpel_desktop.wire.layout import Layout, LaidOutBody, locate, repeats, split_at
+
+log = logging.getLogger("scalpel.pipeline")
 
 # Default budget (the ``parse_reuse_mb`` setting) of what the remembered bodies hold, in
 # estimated bytes (raw + parsed messages + layout, ``wire/held.py``): LRU bodies are dropped beyond it.
@@ -59,13 +71,15 @@ class Parsed(NamedTuple):
 
 
 class _Remembered:
-    __slots__ = ("raw", "messages", "layout", "snap", "held")
+    __slots__ = ("raw", "messages", "layout", "snap", "held", "usable")
 
-    def __init__(self, raw: bytes, messages: list, layout: Layout):
+    def __init__(self, raw: bytes, messages: list, layout: Layout, usable: int | None = None):
+        """``usable``: how many of ``messages`` lead ``raw`` byte for byte (None: all of them)."""
         self.raw = raw
         self.messages = messages
         self.layout = layout
         self.snap = LaidOutBody(raw, layout)
+        self.usable = len(messages) if usable is None else usable
         # Estimated memory kept alive (the raw bytes, the parsed messages, the layout), taken once:
         # the same figure is added when it is remembered and taken off when it is forgotten.
         self.held = body_held(len(raw), len(layout.ends))
@@ -79,9 +93,12 @@ class ParseReuse:
     mutates = False
 
     def __init__(self, size: int = 8, min_bytes: int = 64 * 1024, max_bytes: int = PARSE_REUSE_MAX_BYTES,
-                 budget: Callable[[], int] | None = None):
-        """``budget``: the byte budget read live (the ``parse_reuse_mb`` setting); else ``max_bytes``."""
+                 budget: Callable[[], int] | None = None, borrow: Callable[[], Iterable[Any]] | None = None):
+        """``budget``: the byte budget read live (the ``parse_reuse_mb`` setting); else ``max_bytes``.
+        ``borrow``: bodies laid out and parsed elsewhere, most recent first, each with ``raw``,
+        ``layout`` and ``parsed()`` -> (messages, how many lead ``raw``) or None (the memo's)."""
         self.size = size
+        self.borrow = borrow
         self.min_bytes = min_bytes  # below this a full parse is as cheap
         self.max_bytes = max_bytes
         self.budget = budget
@@ -112,9 +129,10 @@ class ParseReuse:
         not remembered (the memo could not keep it either)."""
 
     def may_defer(self, request: Any, skeleton: Any) -> bool:
-        """A first sighting for parse-reuse: no remembered body this one repeats (``pipeline/lane.py``)."""
+        """A first sighting for parse-reuse: no body this one repeats, of its own or the memo's (which
+        keeps the request on the usual path: no skeleton read to hear so) (``pipeline/lane.py``)."""
         with self._lock:
-            return self._find(request.body) is None
+            return self._find(request.body) is None and self._borrowed(request.body, look_only=True) is None
 
     def parse(self, raw: bytes) -> Parsed | None:
         """``loads(raw)``, re-using a remembered body's messages; None when ``raw`` is not JSON.
@@ -129,16 +147,17 @@ class ParseReuse:
 
     def _parse(self, raw: bytes, later: bool = False) -> Parsed | None:
         hit = self._find(raw)
+        prev = hit[1] if hit is not None else self._borrowed(raw)
         doc = None
         layout = None
-        if hit is not None:
-            key, prev = hit
+        if prev is not None:
             doc = self._build(raw, prev)
             if doc is not None:
                 layout = locate(raw, doc, prev.snap)
                 if layout is None or layout.reused == 0:
                     doc = None
-            self._forget(key)
+            if hit is not None:
+                self._forget(hit[0])
         if doc is None:
             try:
                 doc = loads(raw)
@@ -155,7 +174,7 @@ class ParseReuse:
         if layout is None or not isinstance(doc, dict):
             return Parsed(doc, None, None)
         self._remember(raw, doc["messages"], layout)
-        return Parsed(doc, layout, hit[1].raw if hit is not None and layout.reused else None)
+        return Parsed(doc, layout, prev.raw if prev is not None and layout.reused else None)
 
     def _remember(self, raw: bytes, messages: list, layout: Layout) -> None:
         if self.budget is not None:
@@ -221,10 +240,28 @@ class ParseReuse:
                 return key, prev
         return None
 
+    def _borrowed(self, raw: bytes, look_only: bool = False) -> Any:
+        """A body laid out and parsed elsewhere that ``raw`` repeats (``borrow``), or None (``look_only``:
+        that body itself, parsed messages or not). Any failure there is a plain miss: the body is
+        parsed in full, as without it."""
+        if self.borrow is None:
+            return None
+        try:
+            for other in self.borrow():
+                if len(other.layout.ends) >= 2 and repeats(raw, other, len(other.layout.ends) - 1):
+                    if look_only:
+                        return other
+                    got = other.parsed()
+                    return None if got is None or got[1] < 1 else _Remembered(other.raw, got[0], other.layout, got[1])
+        except Exception:  # noqa: BLE001
+            log.exception("borrowing parsed messages failed; parsed in full")
+        return None
+
     @staticmethod
     def _build(raw: bytes, prev: _Remembered) -> dict | None:
-        """The document of ``raw``, reusing ``prev``'s messages up to its second-to-last."""
-        k = len(prev.layout.ends) - 1
+        """The document of ``raw``, reusing ``prev``'s messages up to its second-to-last (or as
+        many as lead its bytes: ``usable``), the rest parsed from ``raw``."""
+        k = min(len(prev.layout.ends) - 1, prev.usable)
         got = split_at(raw, prev.layout.ends[k - 1])
         if got is None:
             return None

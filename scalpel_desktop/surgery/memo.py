@@ -13,6 +13,7 @@ messages are located and hashed.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
@@ -36,6 +37,10 @@ class Snapshot:
     # validated and sent): the next full analysis shares its per-result work
     # (``view_for(..., previous=view)``) and its validated rewritten messages.
     view: Any = field(default=None, repr=False)
+    # How many of the view's leading messages ``raw`` holds byte for byte: all of them for the
+    # request analysed in full, fewer once a later request (``_fast``, which carries the view on)
+    # rewrote or dropped one. Parse-reuse may borrow those parsed messages (``parsed``).
+    view_prefix: int = 0
 
     def nbytes(self) -> int:
         """Estimated memory this snapshot keeps alive: the body as received and, when
@@ -48,6 +53,16 @@ class Snapshot:
         if self.view is not None:
             held += doc_bytes(n, m) + view_bytes(n, m)
         return held
+
+    def parsed(self) -> tuple[list, int] | None:
+        """The view's parsed messages and how many of them a next request that repeats ``raw``
+        through its second-to-last message repeats too (``pipeline/parse_reuse.py`` borrows them
+        for a conversation it forgot); None without a view."""
+        doc = getattr(self.view, "original_doc", None)
+        msgs = doc.get("messages") if isinstance(doc, dict) else None
+        if not isinstance(msgs, list):
+            return None
+        return msgs, min(self.view_prefix, len(msgs), len(self.layout.ends) - 1)
 
     def head(self) -> bytes:
         """``raw`` up to the end of its second-to-last message: what the next request repeats."""
@@ -82,6 +97,9 @@ class Memo:
     (correct, only slower). A snapshot larger than the whole budget is not kept.
     Each snapshot's size is taken once, when it is put, and the same figure is
     taken off when it goes: a snapshot changed in between cannot skew the count.
+    The surgery stage calls it under its own lock; ``snapshots`` may be read from
+    another stage's thread (parse-reuse borrows parsed messages), so the table
+    itself changes under a small lock of its own (``evicted`` is called outside it).
     """
 
     def __init__(self, size: int = 8, max_bytes: int = MEMO_MAX_BYTES,
@@ -92,6 +110,7 @@ class Memo:
         self._items: OrderedDict[Hashable, Snapshot] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
         self._bytes = 0
+        self._guard = threading.Lock()
         self.evicted = evicted
         self.max_bytes = max_bytes
 
@@ -114,10 +133,16 @@ class Memo:
         return len(self._items)
 
     def get(self, key: Hashable) -> Snapshot | None:
-        snap = self._items.get(key)
-        if snap is not None:
-            self._items.move_to_end(key)
+        with self._guard:
+            snap = self._items.get(key)
+            if snap is not None:
+                self._items.move_to_end(key)
         return snap
+
+    def snapshots(self) -> tuple[Snapshot, ...]:
+        """The snapshots held now, most recently used first (safe from any thread)."""
+        with self._guard:
+            return tuple(reversed(self._items.values()))
 
     def put(self, key: Hashable, snap: Snapshot) -> None:
         self.drop(key)
@@ -126,9 +151,10 @@ class Memo:
             if self.evicted is not None:
                 self.evicted(key, snap)  # too large to keep whole: what little it leaves is kept
             return
-        self._items[key] = snap
-        self._sizes[key] = size
-        self._bytes += size
+        with self._guard:
+            self._items[key] = snap
+            self._sizes[key] = size
+            self._bytes += size
         self.shrink()
 
     def make_room(self, raw_len: int, messages: int) -> None:
@@ -155,8 +181,9 @@ class Memo:
             self.drop(next(iter(self._items)), pushed_out=True)
 
     def drop(self, key: Hashable, pushed_out: bool = False) -> None:
-        snap = self._items.pop(key, None)
-        if snap is not None:
-            self._bytes -= self._sizes.pop(key)
+        with self._guard:
+            snap = self._items.pop(key, None)
+            if snap is not None:
+                self._bytes -= self._sizes.pop(key)
         if self.evicted is not None:
             self.evicted(key, snap if pushed_out else None)

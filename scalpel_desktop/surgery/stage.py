@@ -264,7 +264,7 @@ class SurgeryStage:
                            bytes_removed=len(raw) - len(body) if body is not None else 0)
         ex.surgery = sent
         self.memo.put(ckey, Snapshot(raw, layout, body, snap.shift[:k] + [snap.shift[k - 1]] * (len(msgs) - k),
-                                     list(hashes), list(snap.stubs), view=snap.view))
+                                     list(hashes), list(snap.stubs), view=snap.view, view_prefix=min(k, snap.view_prefix)))
         self._decide(ex, plan, replayed=len(snap.stubs), cuts=[], removed=sum(s[2] for s in snap.stubs),
                      extra={"reused_units": k})
         return True
@@ -285,7 +285,8 @@ class SurgeryStage:
         if not shift or layout.ends[-1] + shift[-1] >= len(out) or out[layout.ends[-1] + shift[-1]] != CLOSE:
             return  # the sent body is not laid out as expected: no reuse next time
         stubs = [(tid, off, saved, unit) for tid, off, saved, _, unit in positions if off >= 0]
-        self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs, view=view))
+        self.memo.put(ckey, Snapshot(raw, layout, sent, shift, sent_hashes, stubs, view=view,
+                                     view_prefix=messages_in(view.original_doc)))
 
     def _forward_original(self, ex: Exchange, shape: RequestShape, brk: Break, reason: str, view: Any,
                           layout: Layout | None) -> None:
