@@ -5,17 +5,20 @@ no longer parsed in full on the request path (issue 12's evicted 1 MB regression
 from __future__ import annotations
 
 import logging
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from scalpel_desktop.bench.stage_driver import SequenceBodies
 from scalpel_desktop.exchange import ApiRequest
 from scalpel_desktop.pipeline import parse_reuse
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
-from scalpel_desktop.surgery.testing import SessionBuilder
+from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.usage import Usage
-from tests.surgery.test_ghost import HEADERS, _chain, _send, _sequences
+from tests.surgery.test_ghost import HEADERS, _chain, _in_turn, _send, _sequences
 
 
 def _borrowing(tmp_path, name: str, keeps: int = 0, policy: str = "death"):
@@ -34,21 +37,15 @@ def test_real_conversations_taking_turns_are_parsed_from_the_memo_and_send_the_s
     pair = _sequences(2)
     plain, _ = _chain(tmp_path, "plain", False, policy)
     chain, stage, reuse = _borrowing(tmp_path, "borrow", keeps=1, policy=policy)
-    bodies = [SequenceBodies(s, {"tier": 2}, 2) for s in pair]
     requests = borrowed = 0
-    for k in range(max(len(s.requests) for s in pair)):
-        for j, seq in enumerate(pair):
-            if k >= len(seq.requests):
-                continue
-            req = seq.requests[k]
-            body, _ = bodies[j].doc(k)
-            before, held = reuse.reused, [s.raw for s in stage.memo.snapshots()]
-            a = _send(plain, body, req.ts, req.ts_done, req.usage)
-            b = _send(chain, body, req.ts, req.ts_done, req.usage)
-            assert b.doc == loads(body) and dumps(b.doc) == body  # what a full parse gives, key order too
-            assert b.body_to_send() == a.body_to_send() and b.decision.changes == a.decision.changes
-            requests += 1
-            borrowed += reuse.reused > before and any(raw is b.layout_base for raw in held)
+    for _, _, req, body in _in_turn(pair):
+        before, held = reuse.reused, [s.raw for s in stage.memo.snapshots()]
+        a = _send(plain, body, req.ts, req.ts_done, req.usage)
+        b = _send(chain, body, req.ts, req.ts_done, req.usage)
+        assert b.doc == loads(body) and dumps(b.doc) == body  # what a full parse gives, key order too
+        assert b.body_to_send() == a.body_to_send() and b.decision.changes == a.decision.changes
+        requests += 1
+        borrowed += reuse.reused > before and any(raw is b.layout_base for raw in held)
     # the other conversation's body is all parse-reuse keeps: nearly every later request borrowed
     assert borrowed >= requests - 2 * 3, (borrowed, requests)
 
@@ -122,3 +119,35 @@ def test_the_request_path_parse_is_incremental_for_a_borrowed_body(tmp_path, mon
     ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", HEADERS,
                                   dumps(s.body()), 1010.0))
     assert ex.doc == loads(ex.request.body) and full == [] and reuse.reused == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["cold", "death"]),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), min_size=3, max_size=14))
+def test_random_histories_borrowed_equal_a_full_parse_and_send_the_same_bytes(policy, ops):
+    """Growing, going back, rewriting an earlier message, with tool calls: parse-reuse keeping
+    nothing of its own borrows whatever the memo holds, and every document equals a full parse,
+    every body sent equals that of a pipeline that parses every body in full."""
+    tmp = Path(tempfile.mkdtemp(prefix="borrow-"))
+    chain, _, reuse = _borrowing(tmp, "b", policy=policy)
+    plain, _ = _chain(tmp, "p", False, policy)
+    plain.stages[0].size = 0  # parses every body in full: the reference
+    s = _text_session(2)
+    at = 1000.0
+    for n, (op, k) in enumerate(ops):
+        if op == 0:
+            s.text(f"answer {n}").user(f"question {n}")
+        elif op == 1:
+            path = f"/home/user/proj/f{k}.py"
+            s.call("Read", {"file_path": path}, file_text(path, 40 * k, salt=str(n)))
+        elif op == 2 and len(s.messages) > k + 2:  # the client went back k messages
+            del s.messages[-k:]
+            s.user(f"instead {n}")
+        elif op == 3 and len(s.messages) > k + 2:  # an earlier message rewritten
+            s.messages[k + 1] = {"role": "user", "content": [{"type": "text", "text": f"rewritten {n}"}]}
+            s.user(f"after the rewrite {n}")
+        at += 10.0
+        a = _request(plain, s, at)
+        b = _request(chain, s, at)
+        assert b.doc == loads(b.request.body), (n, op, k)
+        assert b.body_to_send() == a.body_to_send() and b.decision.changes == a.decision.changes

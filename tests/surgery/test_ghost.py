@@ -60,6 +60,15 @@ def _sequences(count: int | None = None):
     return seqs[:count]
 
 
+def _in_turn(pair):
+    """The sequences' requests, one turn each in turn: (sequence, index, request, body bytes)."""
+    bodies = [SequenceBodies(s, {"tier": 2}, 2) for s in pair]
+    for k in range(max(len(s.requests) for s in pair)):
+        for j, seq in enumerate(pair):
+            if k < len(seq.requests):
+                yield seq, k, seq.requests[k], bodies[j].doc(k)[0]
+
+
 def _pairs(count: int):
     seqs = _sequences()
     return [seqs[i:i + 2] for i in range(0, min(len(seqs), 2 * count) - 1, 2)]
@@ -87,20 +96,14 @@ def test_on_real_sessions_a_dropped_conversation_sends_what_the_full_path_sends(
         for i, pair in enumerate(_pairs(6)):
             kept, _ = _chain(tmp_path, f"kept{i}", False, policy, **extra)
             dropped, _ = _chain(tmp_path, f"dropped{i}", True, policy, reuse_keeps, **extra)
-            bodies = [SequenceBodies(s, {"tier": 2}, 2) for s in pair]
-            for k in range(max(len(s.requests) for s in pair)):
-                for j, seq in enumerate(pair):
-                    if k >= len(seq.requests):
-                        continue
-                    req = seq.requests[k]
-                    body, _ = bodies[j].doc(k)
-                    a = _send(kept, body, req.ts, req.ts_done, req.usage)
-                    b = _send(dropped, body, req.ts, req.ts_done, req.usage)
-                    assert a.body_to_send() == b.body_to_send(), (seq.name, k, a.decision.reason, b.decision.reason)
-                    assert a.decision.changes == b.decision.changes
-                    totals["requests"] += 1
-                    assert not (reuse_keeps and k and b.forwarded)  # (parse-reuse keeps it: the usual path)
-                    totals["cuts"] += bool(a.decision.figures.get("new_cuts"))
+            for seq, k, req, body in _in_turn(pair):
+                a = _send(kept, body, req.ts, req.ts_done, req.usage)
+                b = _send(dropped, body, req.ts, req.ts_done, req.usage)
+                assert a.body_to_send() == b.body_to_send(), (seq.name, k, a.decision.reason, b.decision.reason)
+                assert a.decision.changes == b.decision.changes
+                totals["requests"] += 1
+                assert not (reuse_keeps and k and b.forwarded)  # (parse-reuse keeps it: the usual path)
+                totals["cuts"] += bool(a.decision.figures.get("new_cuts"))
     assert "went out other than" not in caplog.text and "where the full path would have cut" not in caplog.text
     # The comparison means something: cuts were made, and most dropped requests went as their ghost
     # said, some with earlier cuts re-applied. (A request recorded as a turn leaves its conversation
