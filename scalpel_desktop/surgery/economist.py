@@ -70,6 +70,10 @@ from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
 
+# How often, in seconds of the clock responses end on, the economist lets go of what it keeps of
+# conversations whose every cache has expired (``forget_cold``): a sweep over its conversations.
+FORGET_EVERY_S = 60.0
+
 
 class _Settings:
     """Reads live settings from a Config (or a plain mapping) at each decision."""
@@ -90,6 +94,7 @@ class Economist:
         self.history = history  # the user's past conversations (the ledger), for the warm policies
         self.conversations: dict[Hashable, ConversationState] = {}
         self._serial = 0
+        self._swept_at = float("-inf")  # (forget_cold)
 
     # ---------------------------------------------------------------- state
     def record_sent(self, shape: RequestShape, sent_hashes: Sequence[Hashable] | None = None,
@@ -177,6 +182,39 @@ class Economist:
                 ms.last_cache_read = cache_read
                 return
 
+    def forget_cold(self, now: float, every_s: float = FORGET_EVERY_S) -> int:
+        """Let go of what no later request can use; at most once every ``every_s`` (``now``: when
+        the latest request arrived). Returns how many conversations were let go of.
+
+        A conversation whose every state's response ended and whose every cache and entry mark
+        had expired by ``now`` keeps no state and no mark, only ``cold_since``: when the last of
+        them expired. A request after that finds the break the whole state would give - 0,
+        "ttl-expired": its states are never read once expired, its marks never surely live -
+        and one dated before it (the clock set back) is warm until known instead: nothing is
+        cut on a guess. Its turns, tokens, breaks, dead ids and risk budget stay
+        (``tests/surgery/test_economist_forget.py``). Without this the economist kept every
+        conversation it ever saw whole, 16 bytes a message of every history it sent and up to
+        64 marks a model, for as long as the proxy ran."""
+        if now < self._swept_at + every_s:
+            return 0
+        self._swept_at = now
+        margin = float(self.settings["ttl_margin_s"])
+        forgot = 0
+        for conv in self.conversations.values():
+            states = [s for ms in conv.models.values() for s in ms]
+            if not states or any(s.ended_at is None for s in states):
+                continue  # let go of already, or a response still out
+            # ModelState.expired: at > this; EntryMark.surely_live: at < that (+ margin)
+            since = max(max(s.sent_at, s.ended_at) + s.ttl_s + margin for s in states)
+            since = max([since] + [m.at + m.ttl_s - margin for marks in conv.entries.values() for m in marks])
+            if now <= since:
+                continue  # a cache may still be live
+            conv.models = {model: [] for model in conv.models}
+            conv.entries = {}
+            conv.cold_since = since
+            forgot += 1
+        return forgot
+
     # ---------------------------------------------------------------- break
     def natural_break(self, shape: RequestShape) -> Break:
         units = shape.unit_hashes
@@ -187,7 +225,9 @@ class Economist:
             return Break(last, "first-seen", last)
         others = 0  # the longest prefix shared with a live cache this request does not extend
         own_states = conv.models.get(shape.model)
-        if not own_states:
+        if own_states == [] and conv.cold_since is not None and shape.at > conv.cold_since:
+            index, reason = 0, "ttl-expired"  # every state had expired when they were let go of (forget_cold)
+        elif not own_states:
             index, reason = last, "model-first-seen"
         else:
             live = [s for s in own_states if not s.expired(shape.at, margin)]

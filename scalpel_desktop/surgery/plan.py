@@ -168,6 +168,9 @@ class ConversationState:
     # A warm cut may risk at most this: if the conversation ends right after it, it is still
     # no dearer than without scalpel.
     banked_usd: float = 0.0
+    # Its states and entry marks were let go of, every one expired after this time
+    # (``Economist.forget_cold``); None: never.
+    cold_since: float | None = None
 
 
 def prefix_digest(shape: "RequestShape", hashes: Sequence[Hashable], units: int) -> int:

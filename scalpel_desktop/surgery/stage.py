@@ -336,6 +336,7 @@ class SurgeryStage:
         cached = (usage.cache_read, usage.cache_write) if usage is not None else (None, None)
         self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok,
                                        saved_usd=banked_credit(self.prices, sent, usage) if ok else 0.0)
+        self.economist.forget_cold(ex.request.received_at)  # (what no later request can use; off the request path)
         if not ok or not sent.stubs:
             return
         ex.realized.append(realized(self.prices, sent, usage, ex.token_ratio, len(ex.body_to_send())))
