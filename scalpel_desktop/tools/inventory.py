@@ -11,6 +11,7 @@ compact JSON (a skill: of its listing entry).
 
 from __future__ import annotations
 
+import pickle
 import re
 import threading
 from typing import Any
@@ -131,6 +132,15 @@ class InventoryRecorder:
         self._declared: dict[str, tuple] = {}  # session -> signature of the last declarations written
 
     def record(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float) -> None:
+        """``prepare`` and ``write`` at once (one thread)."""
+        self.write(*self.prepare(session, agent, doc, user_agent, model, now))
+
+    def prepare(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float) -> tuple:
+        """What one request adds to the store, as small values (``write``'s arguments): its
+        declarations when they are new, and the calls, with their files, in the messages not
+        scanned yet. The inventory stage runs this after the answer and queues only the result:
+        a queued job that held the request's document kept each one alive until the writer got
+        to it (after a burst of first sightings, dozens of documents: issue 12)."""
         messages = doc.get("messages") if isinstance(doc, dict) else None
         declared = declared_items(doc, user_agent)
         key = (session, agent)
@@ -146,6 +156,15 @@ class InventoryRecorder:
             if write_declared:
                 self._declared[session] = tuple(set(sig) | set(known or ()))
         calls = calls_in(messages, start)
-        self.store.save_inventory(session, user_agent, model, now,
-                                  declared if write_declared else None, calls, new_request=True,
-                                  targets=call_targets(messages, start) if calls else None)
+        return (session, user_agent, model, now, declared if write_declared else None, calls,
+                call_targets(messages, start) if calls else None)
+
+    def write_packed(self, job: bytes) -> None:
+        """``write`` of a prepared request queued pickled (``InventoryStage.on_response``)."""
+        self.write(*pickle.loads(job))
+
+    def write(self, session: str, user_agent: str, model: str, now: float, declared: list[Declared] | None,
+              calls: list[tuple[str, str]], targets: dict[str, str] | None) -> None:
+        """The store's rows for one prepared request (the tools' background writer runs this)."""
+        self.store.save_inventory(session, user_agent, model, now, declared, calls, new_request=True,
+                                  targets=targets)

@@ -120,9 +120,9 @@ def _same_inventory(a, b) -> bool:
     ja, jb = getattr(a, "inventory_job", None), getattr(b, "inventory_job", None)
     if ja is None or jb is None:
         return ja is jb
-    msgs_a, msgs_b = ja[3]["messages"], jb[3]["messages"]
+    msgs_a, msgs_b = ja[2]["messages"], jb[2]["messages"]
     k = next((i for i, m in enumerate(msgs_b) if m is not None), len(msgs_b))
-    return ja[1:3] == jb[1:3] and ja[4:] == jb[4:] and ja[3]["tools"] == jb[3]["tools"] \
+    return ja[0:2] == jb[0:2] and ja[3:] == jb[3:] and ja[2]["tools"] == jb[2]["tools"] \
         and len(msgs_a) == len(msgs_b) and msgs_a[k:] == msgs_b[k:] and calls_in(msgs_a, k) == calls_in(msgs_b, k)
 
 

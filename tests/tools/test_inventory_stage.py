@@ -1,11 +1,15 @@
 """The stage that feeds the tool inventory: what it hands to the background writer, and when not.
 
-It takes its snapshot on the request and hands it to the writer after the response
-(``through``): the writer's scan never competes with a request on its way."""
+It takes its snapshot on the request, scans it after the response and hands the writer only
+what the scan found (``through``): nothing competes with a request on its way, and no queued
+write keeps a request's document alive."""
 
 from __future__ import annotations
 
+import pickle
+
 from scalpel_desktop.exchange import ApiRequest, Exchange
+from scalpel_desktop.tools.inventory import calls_in
 from scalpel_desktop.tools.inventory_stage import InventoryStage
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.wire.identity import ConversationKey
@@ -37,19 +41,26 @@ def stage_with(tmp_path) -> tuple[InventoryStage, Recorded]:
     return InventoryStage(ToolStore.open(tmp_path / "t.sqlite3"), writer=writer), writer
 
 
-def test_it_submits_the_declarations_a_copy_of_the_messages_and_the_request_facts(tmp_path):
+def test_it_submits_the_declarations_the_calls_and_the_request_facts_and_nothing_of_the_document(tmp_path):
     stage, writer = stage_with(tmp_path)
     doc = body([tool("Bash"), tool("Read")], turns=1, session="s-1")  # the session in metadata.user_id
     ex = Exchange(request(doc, agent="a-2", received_at=1_800_000_123.0))
-    through(stage, ex)
-    [(fn, (session, agent, snapshot, client, model, now))] = writer.jobs
-    assert fn == stage.recorder.record
-    assert (session, agent, now) == ("s-1", "a-2", 1_800_000_123.0)
-    assert client == "claude-cli/2.1.332 (external, sdk-cli)" and model == doc["model"]
-    assert [t["name"] for t in snapshot["tools"]] == ["Bash", "Read"]
-    assert snapshot["messages"] == ex.doc["messages"]
+    stage.on_request(ex)
+    snapshot = ex.inventory[2]
     ex.doc["messages"].append({"role": "user", "content": "later"})  # a later stage changing the list
-    assert len(snapshot["messages"]) == len(doc["messages"])
+    assert len(snapshot["messages"]) == len(ex.doc["messages"]) - 1 == len(doc["messages"])  # its own copy
+    stage.on_response(ex)
+    [(fn, (packed,))] = writer.jobs
+    assert fn == stage.recorder.write_packed and isinstance(packed, bytes)  # one allocation, nothing of the document
+    session, client, model, now, declared, calls, targets = pickle.loads(packed)
+    assert (session, now) == ("s-1", 1_800_000_123.0) and ("s-1", "a-2") in stage.recorder._scanned
+    assert client == "claude-cli/2.1.332 (external, sdk-cli)" and model == doc["model"]
+    assert [d.name for d in declared if d.kind != "skill"] == ["Bash", "Read"]
+    assert calls == calls_in(snapshot["messages"]) and calls and ex.inventory is None
+
+
+def _job(writer: Recorded, i: int = 0) -> tuple:
+    return pickle.loads(writer.jobs[i][1][0])
 
 
 def test_the_key_an_earlier_stage_found_is_used(tmp_path):
@@ -57,7 +68,7 @@ def test_the_key_an_earlier_stage_found_is_used(tmp_path):
     ex = Exchange(request(body([tool("Bash")]), session="from-header"))
     ex.key = ConversationKey("from-identify", "sub")
     through(stage, ex)
-    assert writer.jobs[0][1][:2] == ("from-identify", "sub")
+    assert _job(writer)[0] == "from-identify" and ("from-identify", "sub") in stage.recorder._scanned
 
 
 def test_only_messages_and_chat_bodies_that_parse(tmp_path):
@@ -70,8 +81,9 @@ def test_only_messages_and_chat_bodies_that_parse(tmp_path):
     chat = ApiRequest("POST", "/v1/chat/completions", "", "openai", "chat", {},
                       dumps({"model": 5, "messages": "odd", "tools": []}), 0.0)
     through(stage, Exchange(chat))
-    [(_, (_, _, snapshot, _, model, _))] = writer.jobs
-    assert snapshot["messages"] == [] and model == ""
+    assert len(writer.jobs) == 1
+    _, _, model, _, declared, calls, _ = _job(writer)
+    assert calls == [] and declared is None and model == ""
 
 
 def test_with_the_real_writer_the_inventory_lands_in_the_store(tmp_path):
