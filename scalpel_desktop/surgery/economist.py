@@ -70,7 +70,7 @@ from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
 
-# How often, in seconds of the clock responses end on, the economist lets go of what it keeps of
+# How often, in seconds of the clock requests arrive on, the economist lets go of what it keeps of
 # conversations whose every cache has expired (``forget_cold``): a sweep over its conversations.
 FORGET_EVERY_S = 60.0
 
