@@ -204,9 +204,9 @@ class Economist:
             states = [s for ms in conv.models.values() for s in ms]
             if not states or any(s.ended_at is None for s in states):
                 continue  # let go of already, or a response still out
-            # ModelState.expired: at > this; EntryMark.surely_live: at < that (+ margin)
-            since = max(max(s.sent_at, s.ended_at) + s.ttl_s + margin for s in states)
-            since = max([since] + [m.at + m.ttl_s - margin for marks in conv.entries.values() for m in marks])
+            # (EntryMark.surely_live: at + margin < m.at + m.ttl_s)
+            since = max([s.expires_at(margin) for s in states]
+                        + [m.at + m.ttl_s - margin for marks in conv.entries.values() for m in marks])
             if now <= since:
                 continue  # a cache may still be live
             conv.models = {model: [] for model in conv.models}

@@ -139,11 +139,15 @@ class ModelState:
     last_cache_read: int | None = None
 
     def expired(self, at: float, margin: float) -> bool:
+        return at > self.expires_at(margin)
+
+    def expires_at(self, margin: float) -> float:
+        """The time after which its cache is called expired (``expired``)."""
         if self.ended_at is None:
             # In flight: being refreshed now. A response never reported (a
             # crashed stream) stops counting after a generous bound.
-            return at > self.sent_at + self.ttl_s + margin + IN_FLIGHT_BOUND_S
-        return at > max(self.sent_at, self.ended_at) + self.ttl_s + margin
+            return self.sent_at + self.ttl_s + margin + IN_FLIGHT_BOUND_S
+        return max(self.sent_at, self.ended_at) + self.ttl_s + margin
 
 
 @dataclass

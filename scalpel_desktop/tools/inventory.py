@@ -131,10 +131,6 @@ class InventoryRecorder:
         self._scanned: dict[tuple[str, str], int] = {}  # (session, agent) -> messages already scanned
         self._declared: dict[str, tuple] = {}  # session -> signature of the last declarations written
 
-    def record(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float) -> None:
-        """``prepare`` and ``write`` at once (one thread)."""
-        self.write(*self.prepare(session, agent, doc, user_agent, model, now))
-
     def prepare(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float) -> tuple:
         """What one request adds to the store, as small values (``write``'s arguments): its
         declarations when they are new, and the calls, with their files, in the messages not
