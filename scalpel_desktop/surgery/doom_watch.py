@@ -17,13 +17,17 @@ scan's end state (``doom.find_doom_spans``) when it last ran:
   age, a stale large one's). Each becomes a candidate on the request that
   is long enough and has enough newer results (``candidates``): exactly as
   the scan would find it;
-* the new results' own deaths are not computed: ``may_kill`` says when one
-  might supersede, duplicate or follow a watched result (a read of the same
-  file, the same content, another snapshot, a success after a failure that
-  could be cut, a ``cd`` where none was seen) and the request takes the
-  full path, which decides exactly. Only results that could be cut are
-  watched: a duplicate is as large as what it kills, a superseded read must
-  be large enough itself.
+* ``waiting`` and ``last_of``: the reads still waiting to be superseded that
+  could be cut, and each large content's latest result, with its position,
+  id, tokens and message. A new result that supersedes or repeats one of
+  them kills it exactly as the scan would (``follow``): the death joins
+  ``later`` (the earliest one wins, as in the scan), and the request's
+  candidates are known without the full analysis. What the watch does not
+  follow - a ``cd`` where none was seen, a new snapshot of a tool that took
+  one before, a success after a failure that could be cut, a repeat of a
+  content two watched ones share a hash with - ``may_kill`` names, and the
+  request takes the full path, which decides exactly. A duplicate is as
+  large as what it kills, a superseded read must be large enough itself.
 
 Nothing is estimated: these are the doom rules' own triggers and figures,
 read from the same facts (``result_facts._Facts``).
@@ -56,15 +60,19 @@ class Watch:
     # those arenas from going back to the system (``surgery/ghost.py``).
     spans: Any  # its candidates, (position, DoomSpan) in history order
     later: Any  # (position, deaths [(unit, kind index)] sorted, DoomSpan fields) of results that may become ones
-    open_paths: frozenset  # files with a read waiting to be superseded that could be cut
+    # Packed as well: (path, position, range key, id, tokens, message) of each read waiting to be
+    # superseded that could be cut; (hash, position, id, tokens, message) of each content's latest
+    # result, when it could be cut (a kill of either is followed: ``follow``).
+    waiting: Any
+    last_of: Any
     content: array  # hash() of each content seen that could be cut (a duplicate's key), sorted
     snapshots: frozenset
     failed_due: int  # the first unit at which a failed result that could be cut dies once a call succeeds
 
     def nbytes(self) -> int:
         """Rough memory held (the sets' entries; the strings are the view's, shared)."""
-        return 400 + 80 * (len(self.open_paths) + len(self.content) + len(self.snapshots)) \
-            + _rows_held(self.spans) + _rows_held(self.later)
+        return 400 + 80 * (len(self.content) + len(self.snapshots)) + _rows_held(self.spans) \
+            + _rows_held(self.later) + _rows_held(self.waiting) + _rows_held(self.last_of)
 
 
 def could_cut(f: Any, kind: str, limits: Any) -> bool:
@@ -97,16 +105,21 @@ def watch_of(st: Any, facts: list, results: list, limits: Any, spans: list, span
                       if could_cut(facts[pos], "failed", limits)), default=INF)
     cut = limits.min_cut
     rows = [(pos, s.tool_use_id, s.kind, s.tokens, s.unit_index, s.died_at_unit) for pos, s in zip(span_pos, spans)]
+    waiting = [(path, pos, _key(acc.range_key), results[pos].id, facts[pos].tokens, results[pos].unit_index)
+               for path, reads in st.open_reads.items() for pos, acc in reads
+               if could_cut(facts[pos], "superseded_read", limits)]
+    last_of = [(hash(key), *_latest(pos, results[pos].id, facts[pos], results[pos].unit_index, limits))
+               for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut]
     return Watch(limits, cwd, cd_seen, units, len(results), pack_rows(rows), pack_rows(later),
-                 frozenset(p for p, waiting in st.open_reads.items() if any(facts[i].tokens >= cut for i, _ in waiting)),
+                 pack_rows(waiting), pack_rows(last_of),
                  array("q", sorted({hash(key) for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut})),
                  frozenset(st.last_snapshot), failed_due)
 
 
 def candidates(watch: Watch, units_now: int, results_now: int, stubbed: Iterable[str]) -> list:
-    """The candidates of a request that extends the watched one by new results none of which killed
-    anything (``may_kill`` said None): ``units_now`` messages, ``results_now`` tool results, the
-    results ``stubbed`` cut already. What ``find_doom_spans`` would return, in its order."""
+    """The candidates of a request that extends the watched one (by new results ``follow`` or
+    ``advance`` followed): ``units_now`` messages, ``results_now`` tool results, the results
+    ``stubbed`` cut already. What ``find_doom_spans`` would return, in its order."""
     last = units_now - 1
     protected_from = results_now - watch.limits.keep_recent
     gone = stubbed if isinstance(stubbed, (set, frozenset)) else ids_of(stubbed) if isinstance(stubbed, bytes) \
@@ -123,7 +136,7 @@ def candidates(watch: Watch, units_now: int, results_now: int, stubbed: Iterable
 
 
 def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> str | None:
-    """Why a new result of this request might kill one that could be cut (None: none can).
+    """Why the watch cannot follow the request's new results (None: ``follow`` can).
 
     ``view``: a view of the request's messages from some unit on (``first_new_unit``: the first
     message the watched request did not have, in the view's own numbering; ``units_now``: how
@@ -132,38 +145,43 @@ def may_kill(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> st
     return got if isinstance(got, str) else None
 
 
+def follow(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> Watch | None:
+    """A watch whose ``candidates`` are the request's (``may_kill``'s arguments): the deaths its
+    new results bring to watched results joined to ``later``; None when ``may_kill`` says why not.
+    Its other tables may lag behind the request's (a failed result's scheduled death): ``advance``
+    gives the watch to keep."""
+    got = _new_results(watch, view, first_new_unit, units_now)
+    return None if got is None or isinstance(got, str) else got
+
+
 def advance(watch: Watch, view: Any, first_new_unit: int, units_now: int) -> Watch | None:
     """The watch of the request ``view`` ends (``may_kill``'s arguments) as its own full analysis
-    would leave it, from the new results alone; None when one may kill (``may_kill``), or a call
-    succeeds while a failed result that could be cut waits (its death would be scheduled then,
-    and the watch keeps no list of the waiting ones: the full analysis schedules it).
+    would leave it, from the new results alone; None when the watch cannot follow them
+    (``may_kill``), or a call succeeds while a failed result that could be cut waits (its death
+    would be scheduled then, and the watch keeps no list of the waiting ones: the full analysis
+    schedules it).
 
-    What the scan would add for results that killed nothing: their files, contents and snapshots
-    (what a later result may kill them by), a failed one's due unit, a large one's stale death
-    (``later``, in position order after every older one). ``candidates`` on the result gives what
-    ``find_doom_spans`` gives on the whole request (tests/surgery/test_doom_watch.py)."""
+    What the scan would add: the deaths of watched results the new ones supersede or repeat,
+    the new results' files and contents (what a later result may kill them by), a failed one's
+    due unit, a large one's stale death (``later``, in position order). ``candidates`` on the
+    result gives what ``find_doom_spans`` gives on the whole request (tests/surgery/test_doom_watch.py)."""
     got = _new_results(watch, view, first_new_unit, units_now, advancing=True)
-    if got is None or isinstance(got, str):
-        return None
-    paths, contents, snaps, failed_due, later, count = got
-    content = watch.content
-    if contents:
-        content = array("q", sorted(set(content) | contents))
-    more = pack_rows(later_of(watch) + later) if later else watch.later
-    return Watch(watch.limits, watch.cwd, watch.cd_seen, units_now, watch.results + count, watch.spans,
-                 more, watch.open_paths | paths, content, watch.snapshots | snaps, failed_due)
+    return None if got is None or isinstance(got, str) else got
 
 
 def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, advancing: bool = False) -> Any:
-    """``may_kill``'s walk over the new results: why one may kill (a str), or what they add to the
-    watch (its sets, the failed due unit, the later deaths, their count); None when
-    ``advancing`` and a call succeeds while a failed result that could be cut waits."""
+    """The walk over the new results, as ``find_doom_spans``'s scan makes it for the watched
+    results: why the watch cannot follow (a str), or the watch after them; None when ``advancing``
+    and a call succeeds while a failed result that could be cut waits."""
     last = units_now - 1
     limits = watch.limits
+    sup_on, dup_on = "superseded_read" in limits.kinds, "duplicate" in limits.kinds
     offset = units_now - len(view.units)  # a unit of the view is unit + offset of the request
-    paths: set = set()
+    waiting = _waiting_of(watch)  # path -> [(position, range key, id, tokens, unit)], unpacked on a first use
+    last_of = _last_of(watch)  # content hash -> (position, id, tokens, unit), or None: its latest is not watched
     contents: set = set()
     snaps: set = set()
+    died: dict[int, tuple] = {}  # position -> ((unit, kind index), (id, tokens, unit)): the earliest new death
     failed_due = watch.failed_due
     later = []
     stale = KINDS.index("stale_large")
@@ -176,38 +194,112 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
         if call is None or r.name is None:
             return "a result whose call is not among the new messages"
         f = _Facts(r, call)
+        u = r.unit_index + offset
         if f.has_cd and not watch.cd_seen:
             return "a cd"  # (after one the watch was made with, a cd changes nothing it knows)
         if r.is_error is True:
             if could_cut(f, "failed", limits):
-                failed_due = min(failed_due, r.unit_index + offset + limits.failed_age)
+                failed_due = min(failed_due, u + limits.failed_age)
         elif failed_due <= last:
             return "a failed result dies"
         elif advancing and failed_due < INF:
             return None  # (a death the scan would schedule: only the full analysis knows which)
-        if f.tokens >= limits.min_cut and f.dup_key is not None:
-            h = hash(f.dup_key)
-            if _holds(watch.content, h) or h in contents:
-                return "the same content again"
-            contents.add(h)
-        if advancing and stale_on and f.tokens >= limits.stale_min and could_cut(f, "stale_large", limits):
-            unit = r.unit_index + offset
-            later.append((pos, ((unit + limits.stale_age + 1, stale),), r.id, f.tokens, unit))
-        pos += 1
-        if not f.callable_ok:
-            continue  # (only a call that succeeded supersedes a read or a snapshot)
-        if f.may_touch_file:
-            acc = f.access(watch.cwd, watch.cd_seen)
+        if stale_on and f.tokens >= limits.stale_min and could_cut(f, "stale_large", limits):
+            later.append((pos, ((u + limits.stale_age + 1, stale),), r.id, f.tokens, u))
+        if f.callable_ok:  # (only a call that succeeded supersedes a read or a snapshot)
+            acc = f.access(watch.cwd, watch.cd_seen) if f.may_touch_file else None
             if acc is not None:
-                if acc.path in watch.open_paths or acc.path in paths:
-                    return "a file read before"
-                if acc.reads and f.tokens >= limits.min_cut:
-                    paths.add(acc.path)
-        if f.snapshot:
-            if r.name in watch.snapshots or r.name in snaps:
-                return "another snapshot"
-            snaps.add(r.name)
-    return frozenset(paths), contents, frozenset(snaps), failed_due, later, pos - watch.results
+                reads = waiting.get(acc.path)
+                if reads:
+                    keep = []
+                    for old in reads:
+                        if acc.writes or (acc.reads and (acc.whole or _key(acc.range_key) == old[1])):
+                            if sup_on:
+                                _dies(died, old[0], (u, 0), old[2:])
+                        else:
+                            keep.append(old)
+                    waiting[acc.path] = keep
+                if acc.reads and could_cut(f, "superseded_read", limits):
+                    waiting[acc.path] = [*waiting.get(acc.path, ()), (pos, _key(acc.range_key), r.id, f.tokens, u)]
+            if f.snapshot:
+                if r.name in watch.snapshots or r.name in snaps:
+                    return "another snapshot"
+                snaps.add(r.name)
+        if f.dup_key is not None:
+            h = hash(f.dup_key)
+            if h in last_of or (f.tokens >= limits.min_cut and _holds(watch.content, h)):
+                prev = last_of.get(h)
+                if prev is None:
+                    return "the same content again"  # (its latest result is not watched)
+                if dup_on and prev[0] >= 0:  # (one that could not be cut for it dies no candidate)
+                    _dies(died, prev[0], (u, 1), prev[1:])
+            if f.tokens >= limits.min_cut:
+                contents.add(h)
+                last_of[h] = _latest(pos, r.id, f, u, limits)
+        pos += 1
+    return _followed(watch, units_now, pos, waiting, last_of, contents, snaps, failed_due, later, died)
+
+
+def _followed(watch: Watch, units_now: int, results_now: int, waiting: dict, last_of: dict, contents: set,
+              snaps: set, failed_due: int, later: list, died: dict) -> Watch:
+    """The watch after the new results: the deaths they brought joined to ``later`` (the earliest
+    death first, as the scan keeps it; a result that is a candidate already died earlier), their
+    reads, contents, snapshots and stale deaths added."""
+    more = watch.later
+    if died or later:
+        rows = {row[0]: row for row in later_of(watch)}
+        rows.update((row[0], row) for row in later)
+        spans = {p for p, _ in spans_of(watch)} if died else ()
+        for p, (death, (tid, tokens, unit)) in died.items():
+            if p in spans:
+                continue
+            row = rows.get(p)
+            rows[p] = (p, tuple(sorted((*row[1], death))), *row[2:]) if row is not None else (p, (death,), tid, tokens, unit)
+        more = pack_rows([rows[p] for p in sorted(rows)])
+    content = watch.content
+    if contents:
+        content = array("q", sorted(set(content) | contents))
+    return Watch(watch.limits, watch.cwd, watch.cd_seen, units_now, results_now, watch.spans, more,
+                 pack_rows([(path, *read) for path, reads in waiting.items() for read in reads]),
+                 pack_rows([(h, *row) for h, row in last_of.items() if row is not None]),  # (a hash two share: none)
+                 content, watch.snapshots | snaps, failed_due)
+
+
+def _latest(pos: int, tid: str, f: Any, unit: int, limits: Any) -> tuple:
+    """The row of a content's latest result: (position, id, tokens, message), or (-1, "", 0, 0) when
+    it could not be cut for a duplicate (a protected tool's result: its death makes no candidate,
+    and the kinds it could be cut for otherwise, a snapshot's, the watch does not follow)."""
+    return (pos, tid, f.tokens, unit) if could_cut(f, "duplicate", limits) else (-1, "", 0, 0)
+
+
+def _dies(died: dict, pos: int, death: tuple[int, int], info: tuple) -> None:
+    """``pos`` (``info``: its id, tokens and message) dies at ``death`` unless it died earlier."""
+    cur = died.get(pos)
+    if cur is None or death < cur[0]:
+        died[pos] = (death, tuple(info))
+
+
+def _waiting_of(watch: Watch) -> dict:
+    rows = loads(watch.waiting) if isinstance(watch.waiting, bytes) else watch.waiting
+    out: dict = {}
+    for path, pos, key, tid, tokens, unit in rows:
+        out.setdefault(path, []).append((pos, _key(key), tid, tokens, unit))
+    return out
+
+
+def _last_of(watch: Watch) -> dict:
+    """content hash -> (position, id, tokens, unit) of its latest result (``_latest``); None for a
+    hash two contents share (a kill of either is not followed: ``may_kill`` says so)."""
+    rows = loads(watch.last_of) if isinstance(watch.last_of, bytes) else watch.last_of
+    out: dict = {}
+    for h, pos, tid, tokens, unit in rows:
+        out[h] = None if h in out else (pos, tid, tokens, unit)
+    return out
+
+
+def _key(range_key: Any) -> Any:
+    """A read's range key as it reads back from its packed row (a tuple is a list in JSON)."""
+    return [_key(x) for x in range_key] if isinstance(range_key, (tuple, list)) else range_key
 
 
 def pack_rows(rows: list) -> Any:

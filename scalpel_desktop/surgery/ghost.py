@@ -24,7 +24,10 @@ of this holds, each a fact checked, none a guess:
    ``natural_break`` on the request's true shape);
 4. the policy cuts only at the break or a result's death (``off``,
    ``cold``, ``death``: not ``payback``), no working directory is excluded,
-   and the new results cannot make anything cuttable (``may_kill``).
+   and the watch can follow the new results (``doom_watch.follow``: a result
+   they supersede or repeat dies as the scan would have it die, and joins
+   the candidates); the economist, asked about those candidates as the full
+   path would ask, cuts none of them.
 
 Then the full analysis would cut nothing new, and what it sends is known:
 the previous request's sent prefix (its stubs re-applied: the same bytes)
@@ -46,7 +49,7 @@ from scalpel_desktop.accounting.context_regions import result_chars, working_dir
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
 from scalpel_desktop.surgery.digests import SIZE, Digests, ids_of, packed, packed_ids
 from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
-from scalpel_desktop.surgery.doom_watch import Watch, candidates, may_kill
+from scalpel_desktop.surgery.doom_watch import Watch, candidates, follow
 from scalpel_desktop.surgery.pin import Pinnable
 from scalpel_desktop.surgery.economist import tool_changes_beta
 from scalpel_desktop.surgery.plan import Candidate, RequestShape
@@ -277,19 +280,19 @@ def ghost_body(stage: Any, request: Any, skeleton: Any, ckey: Hashable, policy: 
 
 def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape, brk: Any, doc: dict, view: Any,
                         tail_sizes: list, policy: str) -> tuple | None:
-    """Would the full analysis cut nothing? Its candidates, known from the watch when no new result
-    kills one (``may_kill``), put to the economist as the full path would put them. (The shape as
-    asked, the candidates, whether it looked) when it would cut nothing; None when it might."""
+    """Would the full analysis cut nothing? Its candidates, known from the watch when it can follow
+    the new results (``follow``), put to the economist as the full path would put them. (The shape
+    as asked, the candidates, whether it looked) when it would cut nothing; None when it might."""
     k = g.units - 1
     units = k + len(doc["messages"])
-    if may_kill(g.watch, view, 1, units) is not None:
+    watch = follow(g.watch, view, 1, units)
+    if watch is None:
         return None
     pol = policy_named(policy)
-    new = sum(1 for r in view.tool_results if r.unit_index >= 1)
     keep_recent = int(stage._get("keep_recent"))
     if not pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index + k >= brk.index), keep_recent):
         return shape, [], False  # the full path would not look: nothing to cut
-    spans = candidates(g.watch, units, g.watch.results + new, g.stubbed)
+    spans = candidates(watch, units, watch.results, g.stubbed)
     if not spans:
         return shape, spans, True
     total = estimate_tokens_bytes(len(request.body))

@@ -8,7 +8,7 @@ import pytest
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
 from scalpel_desktop.surgery.doom import find_doom_spans
-from scalpel_desktop.surgery.doom_watch import advance, candidates, may_kill
+from scalpel_desktop.surgery.doom_watch import advance, candidates, follow, may_kill
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
 from tests.support import corpus_dir
@@ -18,8 +18,8 @@ AGGRESSIVE = {"tier": 2, "keep_recent": 2, "min_cut_tokens": 1, "stale_min_token
 
 
 def _next_candidates(prev_doc: dict, doc: dict, config: dict):
-    """(what the watch of ``prev_doc``'s analysis says ``doc``'s candidates are, or None when
-    ``may_kill`` sends it to the full path; what the full analysis finds)."""
+    """(what the watch of ``prev_doc``'s analysis, following ``doc``'s new results, says ``doc``'s
+    candidates are, or None when ``may_kill`` sends it to the full path; what the full analysis finds)."""
     prev = view_for("messages", prev_doc)
     find_doom_spans(prev, config)
     watch = prev.for_next["watch"]()
@@ -28,13 +28,22 @@ def _next_candidates(prev_doc: dict, doc: dict, config: dict):
     truth = find_doom_spans(view, config)
     tail = view_for("messages", {"messages": msgs[n - 1:]})
     if may_kill(watch, tail, 1, len(msgs)) is not None:
+        assert follow(watch, tail, 1, len(msgs)) is None
         return None, truth
-    return candidates(watch, len(msgs), len(view.tool_results), ()), truth
+    followed = follow(watch, tail, 1, len(msgs))
+    assert followed.results == len(view.tool_results)
+    _next_candidates.killed += any(sp.unit_index < n - 1 <= sp.died_at_unit and sp.kind in ("superseded_read", "duplicate")
+                                   for sp in truth)  # a watched result the new ones killed
+    return candidates(followed, len(msgs), len(view.tool_results), ()), truth
+
+
+_next_candidates.killed = 0
 
 
 @pytest.mark.parametrize("config", [{"tier": 2}, {"tier": 1}, AGGRESSIVE])
 def test_on_real_sessions_the_watch_knows_the_next_candidates(config):
     vouched = grew = 0
+    _next_candidates.killed = 0
     for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
         bodies = SequenceBodies(seq, {"tier": 2}, 2)
         prev = None
@@ -48,7 +57,8 @@ def test_on_real_sessions_the_watch_knows_the_next_candidates(config):
                     vouched += 1
                     grew += len(truth) > 0
             prev = doc
-    assert vouched >= 300 and grew >= 50, (vouched, grew)  # the comparison covered real candidates
+    # the comparison covered real candidates, and requests whose new results killed watched ones
+    assert vouched >= 300 and grew >= 50 and _next_candidates.killed >= 20, (vouched, grew, _next_candidates.killed)
 
 
 @pytest.mark.parametrize("config", [{"tier": 2}, AGGRESSIVE])
@@ -91,19 +101,58 @@ def _grown(steps) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("step,why", [
-    (lambda s: s.call("Edit", {"file_path": "/home/user/proj/a.py", "old_string": "a", "new_string": "b"}, "ok"),
-     "a file read before"),
-    (lambda s: s.call("Read", {"file_path": "/home/user/proj/c.py"}, file_text("b", 200)), "the same content again"),
     (lambda s: s.call("Bash", {"command": "cd /tmp && ls"}, "x"), "a cd"),
     (lambda s: (s.call("Bash", {"command": "false"}, file_text("err", 80), True), s.call("Glob", {"pattern": "*"}, "a")),
      "a failed result dies"),
+    (lambda s: (s.call("mcp__playwright__browser_snapshot", {}, file_text("page", 80)),
+                s.call("mcp__playwright__browser_snapshot", {}, file_text("page2", 80))), "another snapshot"),
 ])
-def test_a_new_result_that_may_kill_sends_the_request_to_the_full_path(step, why):
+def test_a_new_result_the_watch_cannot_follow_sends_the_request_to_the_full_path(step, why):
     before, after = _grown(step)
     prev = view_for("messages", before)
     find_doom_spans(prev, AGGRESSIVE)
     tail = view_for("messages", {"messages": after["messages"][len(before["messages"]) - 1:]})
-    assert may_kill(prev.for_next["watch"](), tail, 1, len(after["messages"])) == why
+    watch = prev.for_next["watch"]()
+    assert may_kill(watch, tail, 1, len(after["messages"])) == why
+    assert follow(watch, tail, 1, len(after["messages"])) is None
+
+
+@pytest.mark.parametrize("step,kind", [
+    (lambda s: s.call("Edit", {"file_path": "/home/user/proj/a.py", "old_string": "a", "new_string": "b"}, "ok"),
+     "superseded_read"),
+    (lambda s: s.call("Read", {"file_path": "/home/user/proj/a.py"}, file_text("a2", 200)), "superseded_read"),
+    (lambda s: s.call("Bash", {"command": "cat /home/user/proj/a.py"}, file_text("a3", 200)), "superseded_read"),
+    (lambda s: s.call("Read", {"file_path": "/home/user/proj/c.py"}, file_text("a", 200)), "duplicate"),
+    (lambda s: s.call("Read", {"file_path": "/home/user/proj/a.py"}, file_text("a", 200)), "superseded_read"),
+    (lambda s: (s.call("Read", {"file_path": "/home/user/proj/n.py"}, file_text("n", 200)),
+                s.call("Write", {"file_path": "/home/user/proj/n.py", "content": "x"}, "ok"),
+                s.call("Glob", {"pattern": "*"}, "a"), s.call("Glob", {"pattern": "*"}, "b")), "superseded_read"),
+])
+def test_a_watched_result_a_new_one_kills_dies_as_the_full_analysis_has_it(step, kind):
+    """A new result that supersedes or repeats a watched one (or one of the new results before it):
+    the followed watch's candidates are exactly the full analysis's, the death among them."""
+    before, after = _grown(step)
+    got, truth = _next_candidates(before, after, AGGRESSIVE)
+    assert got == truth and kind in {s.kind for s in truth}
+    tail = view_for("messages", {"messages": after["messages"][len(before["messages"]) - 1:]})
+    prev = view_for("messages", before)
+    find_doom_spans(prev, AGGRESSIVE)
+    advanced = advance(prev.for_next["watch"](), tail, 1, len(after["messages"]))
+    assert candidates(advanced, len(after["messages"]), advanced.results, ()) == truth
+
+
+def test_a_partial_read_of_another_range_leaves_the_waiting_read_alive():
+    def step(s):
+        s.call("Read", {"file_path": "/home/user/proj/r.py", "offset": 10, "limit": 50}, file_text("r", 200))
+        s.call("Read", {"file_path": "/home/user/proj/r.py", "offset": 100, "limit": 50}, file_text("r2", 200))
+        s.call("Read", {"file_path": "/home/user/proj/r.py", "offset": 10, "limit": 50}, file_text("r3", 200))
+        s.call("Glob", {"pattern": "*"}, "a")
+        s.call("Glob", {"pattern": "*"}, "b")
+    before, after = _grown(step)
+    got, truth = _next_candidates(before, after, AGGRESSIVE)
+    assert got == truth
+    ids = {s.tool_use_id for s in truth if s.kind == "superseded_read"}
+    assert len(ids) == 1  # the first range, read again; the other range still waits
 
 
 def test_a_new_read_of_a_new_file_kills_nothing_and_age_makes_its_candidates_exactly():

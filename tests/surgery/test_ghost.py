@@ -11,6 +11,7 @@ import pytest
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
+from scalpel_desktop.config import KEYS
 from scalpel_desktop.exchange import ApiRequest, ResponseResult
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
@@ -29,6 +30,9 @@ from tests.support import corpus_dir
 HEADERS = {"anthropic-version": "2023-06-01"}
 AGGRESSIVE = {"keep_recent": 0, "min_cut_tokens": 1, "stale_min_tokens": 50, "stale_age_messages": 4,
               "failed_age_messages": 1}
+
+
+KEEP_RECENT = int(KEYS["keep_recent"].default)
 
 
 def _chain(tmp: Path, name: str, evict: bool, policy: str = "death", reuse_keeps: bool = False, **extra):
@@ -109,7 +113,9 @@ def test_on_real_sessions_a_dropped_conversation_sends_what_the_full_path_sends(
     # said, some with earlier cuts re-applied. (A request recorded as a turn leaves its conversation
     # out of the memo, so the other one's requests mostly find theirs there: a third of all at least.)
     assert totals["cuts"] >= 3 and totals["spliced"] >= 3
-    assert totals["ghost"] >= 2 * totals["asked"] // 3 and totals["ghost"] >= totals["requests"] // 3, totals
+    # (Since the watch follows what a new result kills, nine in ten asked are vouched for: 259 of 323
+    # before, 277 of 302 after, under the default policy; a new result that kills took the full path.)
+    assert totals["ghost"] >= 17 * totals["asked"] // 20 and totals["ghost"] >= totals["requests"] // 3, totals
 
 
 def _session_with_a_cut(tmp_path):
@@ -154,12 +160,12 @@ def test_a_dropped_conversation_goes_out_with_its_cuts_before_its_analysis(tmp_p
     assert dstage.ghosts.get(key).units == len(s.body()["messages"])
 
 
-@pytest.mark.parametrize("change", ["reread", "ttl", "history", "tail"])
+@pytest.mark.parametrize("change", ["cd", "ttl", "history", "tail"])
 def test_what_the_ghost_cannot_vouch_for_takes_the_full_path(tmp_path, change):
     s, ((kept, _), (dropped, _)) = _session_with_a_cut(tmp_path)
     at = 5010.0
-    if change == "reread":  # a file read before, edited: that read may die now
-        s.call("Edit", {"file_path": "/home/user/proj/g.py", "old_string": "a", "new_string": "b"}, "updated")
+    if change == "cd":  # a `cd` where none was seen: every relative path may mean another file now
+        s.call("Bash", {"command": "cd /tmp && cat notes.txt"}, file_text("notes", 40))
     elif change == "ttl":  # the cache went cold: a free cut may wait
         s.call("Read", {"file_path": "/home/user/proj/new.py"}, file_text("new", 40))
         at = 9000.0
@@ -173,6 +179,29 @@ def test_what_the_ghost_cannot_vouch_for_takes_the_full_path(tmp_path, change):
     b = _send(dropped, body, at, at + 1, Usage(cache_read=1000))
     assert not b.forwarded
     assert a.body_to_send() == b.body_to_send()
+
+
+@pytest.mark.parametrize("change", ["edit", "reread", "same content"])
+def test_a_new_result_that_kills_a_watched_one_is_vouched_for_when_nothing_new_is_cut(tmp_path, change):
+    """A file read before, then edited or read again, or its content returned again: the watch
+    follows the death (``doom_watch.follow``), the economist is asked about it as the full path
+    asks (warm, ``cold``: no cut), and the request goes out before any parse, as the full path sends it."""
+    s, ((kept, _), (dropped, _)) = _session_with_a_cut(tmp_path)
+    if change == "edit":
+        s.call("Edit", {"file_path": "/home/user/proj/g.py", "old_string": "a", "new_string": "b"}, "updated")
+    elif change == "reread":
+        s.call("Read", {"file_path": "/home/user/proj/g.py"}, file_text("g2", 150))
+    else:
+        s.call("Read", {"file_path": "/home/user/proj/h.py"}, file_text("g", 150))
+    for i in range(KEEP_RECENT):  # (the killed read is no longer among the most recent: a candidate)
+        s.call("Glob", {"pattern": f"*.{i}"}, f"f{i}.py")
+    body = dumps(s.body())
+    a = _send(kept, body, 5010.0, 5011.0, Usage(cache_read=1000))
+    b = _send(dropped, body, 5010.0, 5011.0, Usage(cache_read=1000))
+    assert b.forwarded and not b.parsed
+    assert a.body_to_send() == b.body_to_send()
+    fa, fb = a.decision.figures, b.decision.figures
+    assert fa["candidates"] == fb["candidates"] >= 1 and fa["dead_tokens"] == fb["dead_tokens"] > 0  # alike
 
 
 def test_a_ghost_that_would_send_other_bytes_is_caught_after_the_answer(tmp_path, caplog):
@@ -239,7 +268,7 @@ def test_a_request_the_ghost_refused_in_the_lane_is_not_asked_again_on_the_usual
     asked = []
     vouch = first_sighting.ghost_body
     monkeypatch.setattr(first_sighting, "ghost_body", lambda *a: asked.append(a[1]) or vouch(*a))
-    s.call("Edit", {"file_path": "/home/user/proj/g.py", "old_string": "a", "new_string": "b"}, "updated")
+    s.call("Bash", {"command": "cd /tmp && cat notes.txt"}, file_text("notes", 40))  # (the watch cannot follow)
     body = dumps(s.body())
     a = _send(kept, body, 5010.0, 5011.0, Usage(cache_read=1000))
     b = _send(dropped, body, 5010.0, 5011.0, Usage(cache_read=1000))
