@@ -4,6 +4,8 @@ what the full analysis finds, whenever ``may_kill`` says none of its new results
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
@@ -12,6 +14,7 @@ from scalpel_desktop.surgery.doom_watch import advance, candidates, follow, may_
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
 from scalpel_desktop.wire.formats import view_for
 from tests.support import corpus_dir
+from tests.surgery.test_properties import CWD, configs, play, sessions, step
 
 AGGRESSIVE = {"tier": 2, "keep_recent": 2, "min_cut_tokens": 1, "stale_min_tokens": 50, "stale_age_messages": 4,
               "failed_age_messages": 2, "cut_mcp_results": False}
@@ -160,3 +163,39 @@ def test_a_new_read_of_a_new_file_kills_nothing_and_age_makes_its_candidates_exa
                                       for i in range(3)])
     got, truth = _next_candidates(before, after, AGGRESSIVE)
     assert got == truth and {s.kind for s in truth} == {"stale_large"}  # the first reads aged out on the way
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=sessions, steps=st.lists(st.lists(step, min_size=1, max_size=6), min_size=1, max_size=6), cfg=configs,
+       tier=st.sampled_from([1, 2]))
+def test_on_generated_sessions_a_followed_watch_knows_the_candidates(first, steps, cfg, tier):
+    """Random Claude-Code-shaped histories (re-reads, edits, writes, repeats, failures, snapshots, cat),
+    grown request by request: wherever ``follow`` follows the new results, its candidates are the full
+    analysis's; ``advance``, chained from the last full analysis, gives the same."""
+    config = dict(cfg, tier=tier)
+    b = SessionBuilder(cwd=CWD)
+    play(b, first)
+    prev = b.body()
+    view = view_for("messages", prev)
+    find_doom_spans(view, config)
+    watch = chained = view.for_next["watch"]()
+    for more in steps:
+        play(b, more)
+        doc = b.body()
+        msgs, n = doc["messages"], len(prev["messages"])
+        truth = find_doom_spans(view_for("messages", doc), config)
+        tail = view_for("messages", {"messages": msgs[n - 1:]})
+        followed = follow(watch, tail, 1, len(msgs))
+        assert (followed is None) == (may_kill(watch, tail, 1, len(msgs)) is not None)
+        if followed is not None:
+            assert candidates(followed, len(msgs), followed.results, ()) == truth
+        if chained is not None:
+            chained = advance(chained, tail, 1, len(msgs))
+            if chained is not None:
+                assert candidates(chained, len(msgs), chained.results, ()) == truth
+        view = view_for("messages", doc)
+        find_doom_spans(view, config)
+        watch = view.for_next["watch"]()
+        if chained is None:
+            chained = watch
+        prev = doc
