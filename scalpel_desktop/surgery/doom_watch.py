@@ -177,8 +177,8 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
     limits = watch.limits
     sup_on, dup_on = "superseded_read" in limits.kinds, "duplicate" in limits.kinds
     offset = units_now - len(view.units)  # a unit of the view is unit + offset of the request
-    waiting = _waiting_of(watch)  # path -> [(position, range key, id, tokens, unit)], unpacked on a first use
-    last_of = _last_of(watch)  # content hash -> (position, id, tokens, unit), or None: its latest is not watched
+    waiting = _Waiting(watch.waiting)  # path -> [(position, range key, id, tokens, unit)]
+    last_of = _LastOf(watch)  # content hash -> (position, id, tokens, unit) of its latest result (``_latest``)
     contents: set = set()
     snaps: set = set()
     died: dict[int, tuple] = {}  # position -> ((unit, kind index), (id, tokens, unit)): the earliest new death
@@ -209,7 +209,7 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
         if f.callable_ok:  # (only a call that succeeded supersedes a read or a snapshot)
             acc = f.access(watch.cwd, watch.cd_seen) if f.may_touch_file else None
             if acc is not None:
-                reads = waiting.get(acc.path)
+                reads = waiting.of(acc.path)
                 if reads:
                     keep = []
                     for old in reads:
@@ -218,16 +218,16 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
                                 _dies(died, old[0], (u, 0), old[2:])
                         else:
                             keep.append(old)
-                    waiting[acc.path] = keep
+                    waiting.set(acc.path, keep)
                 if acc.reads and could_cut(f, "superseded_read", limits):
-                    waiting[acc.path] = [*waiting.get(acc.path, ()), (pos, _key(acc.range_key), r.id, f.tokens, u)]
+                    waiting.set(acc.path, [*waiting.of(acc.path), (pos, _key(acc.range_key), r.id, f.tokens, u)])
             if f.snapshot:
                 if r.name in watch.snapshots or r.name in snaps:
                     return "another snapshot"
                 snaps.add(r.name)
         if f.dup_key is not None:
             h = hash(f.dup_key)
-            if h in last_of or (f.tokens >= limits.min_cut and _holds(watch.content, h)):
+            if h in last_of:
                 prev = last_of.get(h)
                 if prev is None:
                     return "the same content again"  # (its latest result is not watched)
@@ -240,7 +240,7 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
     return _followed(watch, units_now, pos, waiting, last_of, contents, snaps, failed_due, later, died)
 
 
-def _followed(watch: Watch, units_now: int, results_now: int, waiting: dict, last_of: dict, contents: set,
+def _followed(watch: Watch, units_now: int, results_now: int, waiting: Any, last_of: Any, contents: set,
               snaps: set, failed_due: int, later: list, died: dict) -> Watch:
     """The watch after the new results: the deaths they brought joined to ``later`` (the earliest
     death first, as the scan keeps it; a result that is a candidate already died earlier), their
@@ -260,8 +260,8 @@ def _followed(watch: Watch, units_now: int, results_now: int, waiting: dict, las
     if contents:
         content = array("q", sorted(set(content) | contents))
     return Watch(watch.limits, watch.cwd, watch.cd_seen, units_now, results_now, watch.spans, more,
-                 pack_rows([(path, *read) for path, reads in waiting.items() for read in reads]),
-                 pack_rows([(h, *row) for h, row in last_of.items() if row is not None]),  # (a hash two share: none)
+                 waiting.packed(),
+                 last_of.packed(),
                  content, watch.snapshots | snaps, failed_due)
 
 
@@ -279,22 +279,81 @@ def _dies(died: dict, pos: int, death: tuple[int, int], info: tuple) -> None:
         died[pos] = (death, tuple(info))
 
 
-def _waiting_of(watch: Watch) -> dict:
-    rows = loads(watch.waiting) if isinstance(watch.waiting, bytes) else watch.waiting
-    out: dict = {}
-    for path, pos, key, tid, tokens, unit in rows:
-        out.setdefault(path, []).append((pos, _key(key), tid, tokens, unit))
-    return out
+class _Waiting:
+    """The watched reads by path: (position, range key as ``_key`` stores it, id, tokens, unit).
+
+    Unpacked only when a new result touches a path they hold (``dumps(path)`` is in the packed
+    rows: the same encoder wrote it there, so no mention means no such read); reads the new
+    results add are kept apart until then, and packed after the old rows as they are."""
+
+    def __init__(self, rows: Any):
+        self.rows = rows
+        self.table: dict | None = None  # every read, once unpacked
+        self.fresh: dict = {}  # the new results' own reads while the old rows stay packed
+
+    def of(self, path: str) -> list:
+        if self.table is None and (not isinstance(self.rows, bytes) or dumps(path) in self.rows):
+            self.table = {}
+            for p, *read in (loads(self.rows) if isinstance(self.rows, bytes) else self.rows):
+                self.table.setdefault(p, []).append(tuple(read))
+            for p, reads in self.fresh.items():
+                self.table.setdefault(p, []).extend(reads)
+        return (self.table if self.table is not None else self.fresh).get(path, [])
+
+    def set(self, path: str, reads: list) -> None:
+        (self.table if self.table is not None else self.fresh)[path] = reads
+
+    def packed(self) -> Any:
+        if self.table is None:
+            more = [(p, *read) for p, reads in self.fresh.items() for read in reads]
+            if not more:
+                return self.rows
+            if isinstance(self.rows, bytes) and self.rows != b"[]":
+                added = pack_rows(more)
+                if isinstance(added, bytes):
+                    return self.rows[:-1] + b"," + added[1:]  # (two JSON arrays joined: one)
+            return pack_rows([*(loads(self.rows) if isinstance(self.rows, bytes) else self.rows), *more])
+        return pack_rows([(p, *read) for p, reads in self.table.items() for read in reads])
 
 
-def _last_of(watch: Watch) -> dict:
-    """content hash -> (position, id, tokens, unit) of its latest result (``_latest``); None for a
-    hash two contents share (a kill of either is not followed: ``may_kill`` says so)."""
-    rows = loads(watch.last_of) if isinstance(watch.last_of, bytes) else watch.last_of
-    out: dict = {}
-    for h, pos, tid, tokens, unit in rows:
-        out[h] = None if h in out else (pos, tid, tokens, unit)
-    return out
+class _LastOf:
+    """Each large content's latest result by its hash (``_latest``'s rows; None for a hash two
+    contents share: a repeat of either is not followed). A hash is here when the watch's
+    ``content`` holds it (the same contents: those whose latest result is large) or a new result
+    added it; the packed rows are read only when a new result repeats a watched content."""
+
+    def __init__(self, watch: Watch):
+        self.rows, self.content = watch.last_of, watch.content
+        self.table: dict | None = None
+        self.fresh: dict = {}
+
+    def __contains__(self, h: int) -> bool:
+        return h in self.fresh or _holds(self.content, h)
+
+    def get(self, h: int) -> tuple | None:
+        if h in self.fresh:
+            return self.fresh[h]
+        if self.table is None:
+            self.table = {}
+            for key, pos, tid, tokens, unit in (loads(self.rows) if isinstance(self.rows, bytes) else self.rows):
+                self.table[key] = None if key in self.table else (pos, tid, tokens, unit)
+        return self.table.get(h)
+
+    def __setitem__(self, h: int, row: tuple) -> None:
+        self.fresh[h] = row
+
+    def packed(self) -> Any:
+        more = [(h, *row) for h, row in self.fresh.items()]
+        if self.table is None:  # (no fresh hash is among the old rows: it would have been looked up)
+            if not more:
+                return self.rows
+            if isinstance(self.rows, bytes) and self.rows != b"[]":
+                added = pack_rows(more)
+                if isinstance(added, bytes):
+                    return self.rows[:-1] + b"," + added[1:]  # (two JSON arrays joined: one)
+            return pack_rows([*(loads(self.rows) if isinstance(self.rows, bytes) else self.rows), *more])
+        table = {**self.table, **self.fresh}
+        return pack_rows([(h, *row) for h, row in table.items() if row is not None])  # (a hash two share: none)
 
 
 def _key(range_key: Any) -> Any:
