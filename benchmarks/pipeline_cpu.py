@@ -1,6 +1,6 @@
 """CPU of the shipped stages on the request path and after the answer, in-process.
 
-    python benchmarks/pipeline_cpu.py [--mode first|growing|evicted] [--growth reads|real] [--size 3]
+    python benchmarks/pipeline_cpu.py [--mode first|growing|evicted] [--growth reads|real|rereads] [--size 3]
                                       [--policy death] [--history N] [--rounds 20] [--profile]
 
 The stages ``assemble.default_stages`` builds (parse-reuse, identify, calibrate,
@@ -46,7 +46,7 @@ from scalpel_desktop.wire.usage import Usage  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--growth", choices=("reads", "real"), default="reads")
+    ap.add_argument("--growth", choices=("reads", "real", "rereads"), default="reads")
     ap.add_argument("--size", type=float, default=3.0, help="MB")
     ap.add_argument("--mode", choices=("first", "growing", "evicted"), default="first")
     ap.add_argument("--rounds", type=int, default=20)

@@ -28,7 +28,9 @@ Bodies (``overhead/bodies.py``): the longest main-thread request of the real
 Claude Code 2.1.332 capture in ../shared/corpus/wire, grown to 100 KB, 1 MB,
 3 MB and 10 MB by appending the capture's own tool_use / tool_result pairs
 again, with fresh tool ids (many small messages: per-message work shows);
-``--growth reads`` grows them with Read calls of 30 KB synthetic files instead.
+``--growth reads`` grows them with Read calls of 30 KB synthetic files instead,
+``--growth rereads`` with the same Reads of 60 files in turn (each later turn
+re-reads one: the ghost of a dropped conversation follows the death).
 Modes (``overhead/modes.py``): growing, retry, first sighting, evicted (ten
 conversations in turn: each request a known conversation's next turn after
 the memo dropped it), back to back, and first sighting back to back. "Added latency" is the time from the
@@ -142,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a short run: fewer rounds, 200 requests for the RSS figure")
     ap.add_argument("--out", help="also write the markdown to this file")
-    ap.add_argument("--growth", choices=("real", "reads"), default="real",
+    ap.add_argument("--growth", choices=("real", "reads", "rereads"), default="real",
                     help="real: the capture's own tool_use/tool_result pairs again (default); reads: Read calls "
-                         "of 400-line synthetic files (~30 KB each, far fewer messages), as the earlier benchmark")
+                         "of 400-line synthetic files (~30 KB each, far fewer messages), as the earlier benchmark; "
+                         "rereads: the same Reads of 60 files in turn, each later turn re-reading one")
     ap.add_argument("--mode", action="append", type=parse_mode, help=f"run only this mode (repeatable): {', '.join(MODES)}")
     ap.add_argument("--size", action="append", type=parse_size, help="run only this body size (repeatable): 100KB, 3MB, 2.9MB")
     ap.add_argument("--upstream", action="append", choices=("nodelay", "nagle"), help="run only this upstream (repeatable)")

@@ -5,8 +5,11 @@ is grown by appending the capture's own tool_use / tool_result pairs again, in
 order, with fresh tool ids (``growth = "real"``: the results are small, about
 300 B, so these bodies hold many messages and per-message work shows), or by
 Read calls answered with 400-line synthetic files of about 30 KB each
-(``growth = "reads"``, as the earlier benchmark grew them). A first-sighting
-copy is the same body under another session id and other tool ids.
+(``growth = "reads"``, as the earlier benchmark grew them), or by the same
+Reads of 60 files in turn, each read again with new lines once the first 60
+are in (``growth = "rereads"``: every later turn supersedes an earlier read,
+as a session that edits and re-reads its files does). A first-sighting copy
+is the same body under another session id and other tool ids.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ class Conversation:
     """A Claude Code 2.1.332 conversation of about ``size`` bytes, with its own session
     id and tool ids, that grows by one real tool_use/tool_result pair per turn."""
 
-    growth = "real"  # or "reads": Read calls of 400-line files, as the earlier benchmark grew them
+    growth = "real"  # or "reads": Read calls of 400-line files, as the earlier benchmark grew them; "rereads"
+    REREAD_FILES = 60
 
     def __init__(self, capture, size: int, tag: str):
         base, headers, self.pairs = capture
@@ -65,8 +69,9 @@ class Conversation:
 
     def add_turn(self) -> int:
         tid = f"toolu_01{self.tag}{self.turns:08d}"
-        if self.growth == "reads":
-            path = f"/home/user/proj/src/mod{self.turns}.py"
+        if self.growth in ("reads", "rereads"):
+            n = self.turns % self.REREAD_FILES if self.growth == "rereads" else self.turns
+            path = f"/home/user/proj/src/mod{n}.py"
             use = {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": path}}
             result = {"tool_use_id": tid, "type": "tool_result", "content": "\n".join(
                 f"{i + 1:>6}\u2192    value_{self.turns}_{i} = compute(value_{self.turns}_{i - 1}, {i}) # step {i}"
