@@ -294,7 +294,7 @@ class _Waiting:
     def of(self, path: str) -> list:
         if self.table is None and (not isinstance(self.rows, bytes) or dumps(path) in self.rows):
             self.table = {}
-            for p, *read in (loads(self.rows) if isinstance(self.rows, bytes) else self.rows):
+            for p, *read in _unpacked(self.rows):
                 self.table.setdefault(p, []).append(tuple(read))
             for p, reads in self.fresh.items():
                 self.table.setdefault(p, []).extend(reads)
@@ -306,13 +306,7 @@ class _Waiting:
     def packed(self) -> Any:
         if self.table is None:
             more = [(p, *read) for p, reads in self.fresh.items() for read in reads]
-            if not more:
-                return self.rows
-            if isinstance(self.rows, bytes) and self.rows != b"[]":
-                added = pack_rows(more)
-                if isinstance(added, bytes):
-                    return self.rows[:-1] + b"," + added[1:]  # (two JSON arrays joined: one)
-            return pack_rows([*(loads(self.rows) if isinstance(self.rows, bytes) else self.rows), *more])
+            return _appended(self.rows, more)
         return pack_rows([(p, *read) for p, reads in self.table.items() for read in reads])
 
 
@@ -335,7 +329,7 @@ class _LastOf:
             return self.fresh[h]
         if self.table is None:
             self.table = {}
-            for key, pos, tid, tokens, unit in (loads(self.rows) if isinstance(self.rows, bytes) else self.rows):
+            for key, pos, tid, tokens, unit in _unpacked(self.rows):
                 self.table[key] = None if key in self.table else (pos, tid, tokens, unit)
         return self.table.get(h)
 
@@ -345,15 +339,24 @@ class _LastOf:
     def packed(self) -> Any:
         more = [(h, *row) for h, row in self.fresh.items()]
         if self.table is None:  # (no fresh hash is among the old rows: it would have been looked up)
-            if not more:
-                return self.rows
-            if isinstance(self.rows, bytes) and self.rows != b"[]":
-                added = pack_rows(more)
-                if isinstance(added, bytes):
-                    return self.rows[:-1] + b"," + added[1:]  # (two JSON arrays joined: one)
-            return pack_rows([*(loads(self.rows) if isinstance(self.rows, bytes) else self.rows), *more])
+            return _appended(self.rows, more)
         table = {**self.table, **self.fresh}
         return pack_rows([(h, *row) for h, row in table.items() if row is not None])  # (a hash two share: none)
+
+
+def _unpacked(rows: Any) -> Any:
+    return loads(rows) if isinstance(rows, bytes) else rows
+
+
+def _appended(rows: Any, more: list) -> Any:
+    """``pack_rows`` of ``rows``' rows and then ``more``, without unpacking ``rows`` when both pack."""
+    if not more:
+        return rows
+    if isinstance(rows, bytes) and rows != b"[]":
+        added = pack_rows(more)
+        if isinstance(added, bytes):
+            return rows[:-1] + b"," + added[1:]  # (two JSON arrays joined: one)
+    return pack_rows([*_unpacked(rows), *more])
 
 
 def _key(range_key: Any) -> Any:
@@ -376,14 +379,13 @@ def _rows_held(rows: Any) -> int:
 
 def spans_of(watch: Watch) -> list:
     """The watch's candidates: (position, DoomSpan) in history order."""
-    rows = loads(watch.spans) if isinstance(watch.spans, bytes) else watch.spans
-    return [(pos, DoomSpan(tid, kind, tokens, unit, at)) for pos, tid, kind, tokens, unit, at in rows]
+    return [(pos, DoomSpan(tid, kind, tokens, unit, at)) for pos, tid, kind, tokens, unit, at in _unpacked(watch.spans)]
 
 
 def later_of(watch: Watch) -> list:
     """The watch's results that may become candidates: (position, deaths, id, tokens, unit)."""
-    rows = loads(watch.later) if isinstance(watch.later, bytes) else watch.later
-    return [(pos, tuple(tuple(d) for d in deaths), tid, tokens, unit) for pos, deaths, tid, tokens, unit in rows]
+    return [(pos, tuple(tuple(d) for d in deaths), tid, tokens, unit)
+            for pos, deaths, tid, tokens, unit in _unpacked(watch.later)]
 
 
 def _holds(sorted_ints: array, value: int) -> bool:
