@@ -65,7 +65,7 @@ class Watch:
     # result, when it could be cut (a kill of either is followed: ``follow``).
     waiting: Any
     last_of: Any
-    content: array  # hash() of each content seen that could be cut (a duplicate's key), sorted
+    content: array  # the hashes of ``last_of``'s rows, sorted: a repeat is known without unpacking them
     snapshots: frozenset
     failed_due: int  # the first unit at which a failed result that could be cut dies once a call succeeds
 
@@ -103,16 +103,14 @@ def watch_of(st: Any, facts: list, results: list, limits: Any, spans: list, span
             later.append((pos, tuple(sorted(deaths[pos])), r.id, facts[pos].tokens, r.unit_index))
     failed_due = min((results[pos].unit_index + limits.failed_age for pos in st.pending_fail
                       if could_cut(facts[pos], "failed", limits)), default=INF)
-    cut = limits.min_cut
     rows = [(pos, s.tool_use_id, s.kind, s.tokens, s.unit_index, s.died_at_unit) for pos, s in zip(span_pos, spans)]
     waiting = [(path, pos, _key(acc.range_key), results[pos].id, facts[pos].tokens, results[pos].unit_index)
                for path, reads in st.open_reads.items() for pos, acc in reads
                if could_cut(facts[pos], "superseded_read", limits)]
     last_of = [(hash(key), *_latest(pos, results[pos].id, facts[pos], results[pos].unit_index, limits))
-               for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut]
+               for key, pos in st.last_of_content.items() if facts[pos].tokens >= limits.min_cut]
     return Watch(limits, cwd, cd_seen, units, len(results), pack_rows(rows), pack_rows(later),
-                 pack_rows(waiting), pack_rows(last_of),
-                 array("q", sorted({hash(key) for key, pos in st.last_of_content.items() if facts[pos].tokens >= cut})),
+                 pack_rows(waiting), pack_rows(last_of), array("q", sorted({row[0] for row in last_of})),
                  frozenset(st.last_snapshot), failed_due)
 
 
@@ -179,7 +177,6 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
     offset = units_now - len(view.units)  # a unit of the view is unit + offset of the request
     waiting = _Waiting(watch.waiting)  # path -> [(position, range key, id, tokens, unit)]
     last_of = _LastOf(watch)  # content hash -> (position, id, tokens, unit) of its latest result (``_latest``)
-    contents: set = set()
     snaps: set = set()
     died: dict[int, tuple] = {}  # position -> ((unit, kind index), (id, tokens, unit)): the earliest new death
     failed_due = watch.failed_due
@@ -234,14 +231,13 @@ def _new_results(watch: Watch, view: Any, first_new_unit: int, units_now: int, a
                 if dup_on and prev[0] >= 0:  # (one that could not be cut for it dies no candidate)
                     _dies(died, prev[0], (u, 1), prev[1:])
             if f.tokens >= limits.min_cut:
-                contents.add(h)
                 last_of[h] = _latest(pos, r.id, f, u, limits)
         pos += 1
-    return _followed(watch, units_now, pos, waiting, last_of, contents, snaps, failed_due, later, died)
+    return _followed(watch, units_now, pos, waiting, last_of, snaps, failed_due, later, died)
 
 
-def _followed(watch: Watch, units_now: int, results_now: int, waiting: Any, last_of: Any, contents: set,
-              snaps: set, failed_due: int, later: list, died: dict) -> Watch:
+def _followed(watch: Watch, units_now: int, results_now: int, waiting: Any, last_of: Any, snaps: set,
+               failed_due: int, later: list, died: dict) -> Watch:
     """The watch after the new results: the deaths they brought joined to ``later`` (the earliest
     death first, as the scan keeps it; a result that is a candidate already died earlier), their
     reads, contents, snapshots and stale deaths added."""
@@ -257,8 +253,8 @@ def _followed(watch: Watch, units_now: int, results_now: int, waiting: Any, last
             rows[p] = (p, tuple(sorted((*row[1], death))), *row[2:]) if row is not None else (p, (death,), tid, tokens, unit)
         more = pack_rows([rows[p] for p in sorted(rows)])
     content = watch.content
-    if contents:
-        content = array("q", sorted(set(content) | contents))
+    if last_of.fresh:  # (the contents the new results made large ones' latest)
+        content = array("q", sorted(set(content) | last_of.fresh.keys()))
     return Watch(watch.limits, watch.cwd, watch.cd_seen, units_now, results_now, watch.spans, more,
                  waiting.packed(),
                  last_of.packed(),
