@@ -48,7 +48,7 @@ class Key:
             rng = " and ".join(x for x in (lo, hi) if x)
             return f"a {'whole ' if self.kind is int else ''}number{(' ' + rng) if rng else ''}"
         if self.kind is list:
-            return "a comma-separated list"
+            return "a comma-separated list or a JSON list of strings ('' or [] for none)"
         return "text"
 
     def parse(self, value: Any) -> Any:
@@ -95,7 +95,15 @@ def _coerce(kind: type, value: Any) -> Any:
     if kind is list:
         if isinstance(value, list):
             return [str(x) for x in value]
-        return [x.strip() for x in str(value).split(",") if x.strip()]
+        text = str(value).strip()
+        if text.startswith("["):
+            # A JSON list (``'[]'``, ``'["/a", "/b"]'``): what ``config show`` prints and a user
+            # pastes back. Split at commas it would be a folder named ``[]``.
+            parsed = json.loads(text)  # a ValueError names the key and what is allowed
+            if not isinstance(parsed, list) or not all(isinstance(x, str) for x in parsed):
+                raise ValueError(value)
+            return [x.strip() for x in parsed if x.strip()]
+        return [x.strip() for x in text.split(",") if x.strip()]
     if kind is str:
         if not isinstance(value, str):
             raise TypeError(value)
@@ -134,10 +142,15 @@ KEYS: dict[str, Key] = {
             minimum=1),
         Key("payback_factor", 2.0, float, "Warm policies: the saving must repay the rewrite this many times.",
             minimum=1.0),
+        Key("risk_cap_pct", 1.0, float, "Warm policies: no conversation may stake more than its own savings plus "
+            "this percent of what it has cost so far (docs/economist.md).", minimum=0.0),
         Key("cut_mcp_results", False, bool, "Allow cutting MCP tool results (mcp__*)."),
         Key("exclude_dirs", [], list, "Never change conversations whose working directory is under one of these."),
         Key("spill_keep_days", 30, int, "Spill files older than this are removed by `scalpel spill gc`.", minimum=1),
         Key("spill_max_mb", 2048, int, "Size cap of the spill dir; gc removes the oldest first.", minimum=1),
+        Key("spill_keep_live_hours", 24, int, "`scalpel spill gc` never removes (whatever its age limit or size "
+            "cap, unless --force) a spill file the stubs of a conversation seen within its cache TTL plus this "
+            "many hours point at: the model may still open it.", minimum=0, maximum=24 * 365),
         Key("tool_filter", False, bool, "Apply the tool removal list to new sessions."),
         Key("mcp_hint", "", str, "Task hint for the MCP router's ranking."),
         Key("mcp_max_tools", 15, int, "Tools the MCP router lists before a search.", minimum=1),

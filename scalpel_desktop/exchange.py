@@ -111,6 +111,9 @@ class SurgerySent:
     stubs: list[tuple[str, float, int, str]] = field(default_factory=list)  # (id, position 0..1, tokens saved, new|replayed)
     rewrite_tokens: int = 0
     bytes_removed: int = 0  # bytes the stubs took out of the body (received - sent, this stage's part)
+    pin: int | None = None  # the message whose last block carries the pin marker the stage added (None: none)
+    staked_usd: float = 0.0  # a warm cut's priced extra, staked from the user's risk budget (surgery/budget.py)
+    banked_usd: float = 0.0  # what its replayed stubs surely saved, banked there (set when the answer ends)
 
 
 @dataclass

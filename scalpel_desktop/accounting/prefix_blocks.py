@@ -17,7 +17,7 @@ from typing import Any
 
 from scalpel_desktop.accounting.tokens import canonical_block
 from scalpel_desktop.wire.api_rules import CacheControlError
-from scalpel_desktop.wire.cache_rules import CACHE_TTLS
+from scalpel_desktop.wire.cache_rules import CACHE_TTLS, MESSAGE_CACHE_SETTINGS
 from scalpel_desktop.wire.jsoncodec import dumps
 
 
@@ -115,11 +115,10 @@ class PrefixBuilder:
 
     def start_messages(self, settings: Mapping[str, Any] | None = None) -> None:
         """Enter the messages section, salting the chain with the settings that
-        invalidate the messages' cache (``tool_choice``, ``thinking``)."""
+        invalidate the messages' cache (``wire/cache_rules.MESSAGE_CACHE_SETTINGS``)."""
         if self._section == 2:
             return
-        salt = dumps({"tool_choice": (settings or {}).get("tool_choice"),
-                      "thinking": (settings or {}).get("thinking")})
+        salt = dumps({k: (settings or {}).get(k) for k in MESSAGE_CACHE_SETTINGS})
         self._enter(2, _SECTION_MESSAGES + salt)
 
     def add_message(self, role: str, content: Any, *, tokens: Sequence[int] | None = None,

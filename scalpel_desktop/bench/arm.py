@@ -18,6 +18,7 @@ stage arm's requests precede its first cut.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
@@ -126,6 +127,8 @@ class Arm:
         self.own: set = set()  # chains this arm wrote (or was granted) itself
         self._reach: dict = {}  # cache key -> the most tokens any entry of it may hold
         self.leader: Arm | None = None  # while following: the arm whose bills this one takes
+        # {unit: ttl} of the markers a stage added to request k's body (its pin): billed as sent
+        self.pins_for: Callable[[int], dict[int, str]] | None = None
         self._prepared: tuple | None = None  # (k, cuts, cut_units) found by prepare()
 
     # a follower (see the module docstring)
@@ -213,6 +216,10 @@ class Arm:
                 sim._shared = (k, self.units)
         self.ttl = ttl = self.ttl_for(req)
         marks = sim._marks(roles, ttl)
+        if self.pins_for is not None:
+            added = self.pins_for(k)
+            if added:
+                marks = {**marks, **added}  # every marker of the body sent, the pin included
         self.roles = roles
         ck = req.model
         b = sim.read_at[k]

@@ -54,6 +54,7 @@ from typing import Any
 from scalpel_desktop.bench import keepalive, parallel
 from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
+from scalpel_desktop.bench.ledger_view import budget_before, history_before, ledger_facts, waves
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
 from scalpel_desktop.bench.simulate import SequenceSimulator
@@ -84,6 +85,9 @@ class SessionResult:
     cuts: dict[str, int] = field(default_factory=dict)  # arm -> results cut
     errors: dict[str, str] = field(default_factory=dict)  # arm -> error (that arm fell back to "off")
     ttl: str = "5m"
+    budget: dict[str, tuple[float, float]] = field(default_factory=dict)  # stage arm -> (banked, staked) $
+    bets: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # stage arm -> (turns est, earned)
+    warm: dict[str, list[dict]] = field(default_factory=dict)  # stage arm -> each warm cut's figures
 
     def cost(self, arm: str) -> float:
         """The arm's cost on the real bill: real + (simulated arm - simulated off)."""
@@ -134,7 +138,8 @@ def check_policies(policies: Iterable[str]) -> list[str]:
 def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIES, tier: int = 2,
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
-                    scratch: str | None = None, history: Any = None, share: bool = True) -> SessionResult:
+                    scratch: str | None = None, history: Any = None, share: bool = True,
+                    budgets: Mapping[str, Any] | None = None, bets: Mapping[str, Any] | None = None) -> SessionResult:
     """Every arm of one sequence, in lockstep. ``share=False``: every arm does its own work
     (no hinted arm taken for its plain one, each stage arm lays out, shapes and validates
     every body itself): the same figures, slower (``benchmarks/bench_speed.py``' baseline)."""
@@ -164,9 +169,14 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                     order[arm_name] = None
                     if hints and same:
                         continue
+                    hist = history
+                    if bets and bets.get(arm_name) and history is not None:  # the user's closed bets
+                        hist = History.of(history.lengths, history.gaps, bets[arm_name], history.overruns)
                     d = drivers[arm_name] = StageDriver(seq, name, tier, prices, cfg, sim, bodies, hints=hints,
-                                                        scratch=scratch, history=history)
+                                                        scratch=scratch, history=hist,
+                                                        budget=(budgets or {}).get(arm_name))
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
+                    arms[arm_name].pins_for = d.pins_for
                 continue
             if name in keepalive.ARMS:
                 arms[name] = sim.arm(kind=keepalive.KeepAliveArm, as_5m=name.startswith("as-5m"),
@@ -226,8 +236,13 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
         if isinstance(arm, keepalive.KeepAliveArm):
             cuts[name] = arm.pings_sent  # the pings it sent
     first = seq.requests[0].usage
-    return SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
-                         base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
+    out = SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
+                        base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
+    for name in order:  # (a hinted arm that is its plain arm reports its plain arm's, as its costs do)
+        d = drivers.get(run[name])
+        if d is not None:
+            out.budget[name], out.bets[name], out.warm[name] = d.budget_used(), d.bet_outcomes(), d.warm
+    return out
 
 
 def _count_cleared(seq: Sequence, fp: FirstPartyCuts) -> int:
@@ -238,8 +253,11 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                   config: Mapping[str, Any] | None = None, prices=None,
                   progress: Callable[[int, int], None] | None = None,
                   max_requests: int = 5000, files: list[FileResult] | None = None,
-                  hinted: bool = True, share: bool = True, jobs: int = 1) -> ReplayResult:
+                  hinted: bool = True, share: bool = True, jobs: int = 1, budget_usd: float = 0.0) -> ReplayResult:
     """Replay every sequence under ``root`` (default: the user's own transcripts).
+
+    ``budget_usd``: the risk budget the user's ledger held before the first sequence (0: a fresh
+    install; ``surgery/budget.py``), every stage arm's.
 
     ``share``: see ``replay_sequence``; ``jobs``: processes to replay the sequences on
     (``bench/parallel.py``: the same figures, in the same order, as one)."""
@@ -270,41 +288,33 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
     scratch = scratch_dir()
     ledger = ledger_facts(seqs)
 
+    got: list[Any] = [parallel.FAILED] * len(seqs)
+
     def one(i: int) -> SessionResult:
         seq = seqs[i]
+        budgets, bets = budget_before(seqs, seq, got, policies, budget_usd)
         return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
-                               scratch=scratch, history=history_before(seqs, seq, ledger), share=share)
+                               scratch=scratch, history=history_before(seqs, seq, ledger), share=share,
+                               budgets=budgets, bets=bets)
 
     try:
-        # a session that breaks the bench is counted, not fatal
-        got = parallel.run_all(one, len(seqs), jobs, [len(s.requests) for s in seqs], progress)
+        # In waves of sequences that need nothing of each other: a sequence starts with the budget and
+        # the bets of those that ended before it started. A session that breaks the bench is counted, not fatal.
+        done = 0
+        for wave in waves(seqs):
+            def job(w: int, wave=wave) -> SessionResult:
+                return one(wave[w])
+
+            tick = (lambda d, n, base=done: progress(base + d, len(seqs))) if progress else None
+            for i, r in zip(wave, parallel.run_all(job, len(wave), jobs, [len(seqs[i].requests) for i in wave], tick)):
+                got[i] = r
+            done += len(wave)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     out = [r for r in got if r is not parallel.FAILED]
     skipped["errors"] += len(got) - len(out)
     return ReplayResult(out, skipped, len(results), sum(f.lines for f in results),
                         sum(f.bad_lines for f in results), ["off"] + [p for p in policies if p != "off"], tier)
-
-
-def ledger_facts(seqs: list[Sequence]) -> list[tuple[float, int, list[float]] | None]:
-    """What the ledger holds of each sequence (None: no request): when it ended, its length
-    and its idle gaps (response end to the next request). Found once for ``history_before``."""
-    return [(s.requests[-1].ts_done, len(s.requests), [max(0.0, b.ts - a.ts_done) for a, b in
-                                                        zip(s.requests, s.requests[1:])]) if s.requests else None
-            for s in seqs]
-
-
-def history_before(seqs: list[Sequence], seq: Sequence, facts: list | None = None) -> History:
-    """What the user's ledger would have held when ``seq`` started: the sequences that ended
-    before, their lengths and idle gaps. ``facts``: ``ledger_facts(seqs)``, when the caller has them."""
-    start = seq.requests[0].ts
-    lengths, gaps = [], []
-    for other, f in zip(seqs, facts if facts is not None else ledger_facts(seqs)):
-        if other is seq or f is None or f[0] >= start:
-            continue
-        lengths.append(f[1])
-        gaps.extend(f[2])
-    return History.of(lengths, gaps)
 
 
 def totals_for(sessions: list[SessionResult], name: str) -> PolicyTotal:

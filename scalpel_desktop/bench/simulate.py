@@ -223,6 +223,27 @@ class SequenceSimulator:
             got = self._real[k] = self.prices.rates(req.model).cost(req.usage)
         return got
 
+    def message_end_unit(self, k: int, message: int) -> int | None:
+        """The unit of the last block of message ``message`` of request ``k``'s body (its
+        consecutive same-role lines merged into one message, as ``SequenceBodies`` sends
+        them), where a marker there sits; None when it has no such block."""
+        hist = self.seq.requests[k].history
+        m, prev, last = -1, None, None
+        for ln in hist:
+            if ln.role != prev:
+                m, prev = m + 1, ln.role
+                if m > message:
+                    break
+            if m == message and ln.blocks:
+                last = (ln.index, len(ln.blocks) - 1)
+        if last is None:
+            return None
+        keys = self._bases[k][0]
+        try:
+            return keys.index(last)
+        except ValueError:
+            return None
+
     def result_units(self, k: int) -> dict[str, int]:
         return self._bases[k][3]
 

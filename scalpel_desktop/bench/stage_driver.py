@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scalpel_desktop.surgery.stage import SurgeryStage
+from scalpel_desktop.bench.client_markers import layout_for, mark_last_block, system_blocks
 from scalpel_desktop.bench.shared_stage import SharedBodyStage
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
@@ -39,8 +40,10 @@ from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
 class SequenceBodies:
     """The request bodies of one sequence as Claude Code would send them, built once."""
 
-    def __init__(self, seq: Sequence, config: Any, tier: int, share: bool = True):
+    def __init__(self, seq: Sequence, config: Any, tier: int, share: bool = True, markers: Any = None):
         self.seq = seq
+        # the client's marker layout (``markers``: another one, for tests of what needs append-only bytes)
+        self.markers = markers or layout_for(seq.requests[0].version if seq.requests else "")
         self.share = share  # False: each stage arm lays out, shapes and validates every body itself
         self.config = config
         self.tier = tier
@@ -73,17 +76,17 @@ class SequenceBodies:
         if self._ttl[k] == "1h":
             marker["ttl"] = "1h"
         msgs = self._messages(req)
+        # The client's own markers (bench/client_markers.py): the stage sees the marker budget
+        # it would see on the wire, so it pins only where the client leaves a marker free.
+        lay = self.markers
         if msgs:
-            last = dict(msgs[-1])
-            content = list(last["content"])
-            if content:
-                content[-1] = dict(content[-1], cache_control=marker)
-            last["content"] = content
-            msgs[-1] = last
+            msgs[-1] = mark_last_block(msgs[-1], marker)
+            if lay.previous_message and len(msgs) > 1:
+                msgs[-2] = mark_last_block(msgs[-2], marker)
         doc = {
             "model": req.model,
             "max_tokens": 32000,
-            "system": [{"type": "text", "text": "(system prompt: not in the transcript)", "cache_control": marker}],
+            "system": system_blocks(lay, marker),
             "messages": msgs,
             "metadata": {"user_id": json.dumps({"session_id": self.seq.session_id})},
             "stream": True,
@@ -107,14 +110,18 @@ class SequenceBodies:
         cache = self._msg_bytes
         msgs = doc["messages"]
         parts = []
-        for m in msgs[:-1]:  # (the last is this request's own copy: it carries the marker)
+        own = min(len(msgs), 2 if self.markers.previous_message else 1)  # this request's marked copies
+        for m in msgs[:len(msgs) - own]:
             got = cache.get(id(m))
             if got is None or got[0] is not m:
                 got = cache[id(m)] = (m, dumps(m))  # (held: its id stays its own)
             parts.append(got[1])
-        if msgs:
-            parts.append(dumps(msgs[-1]))
+        parts.extend(dumps(m) for m in msgs[len(msgs) - own:])
         return b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))
+
+    def ttl(self, k: int) -> str | None:
+        """The TTL request ``k``'s markers ask for (from its usage; None: none seen yet)."""
+        return self._ttl[k]
 
     def hints(self, sim: SequenceSimulator) -> list[int | None]:
         """The hinted arms' break of every request (``rewrite_hints``), found once."""
@@ -186,7 +193,7 @@ class StageDriver:
 
     def __init__(self, seq: Sequence, policy: str, tier: int, prices, config: Mapping[str, Any] | None,
                  sim: SequenceSimulator, bodies: SequenceBodies, hints: bool = False, scratch: str | None = None,
-                 history: Any = None):
+                 history: Any = None, budget: Any = None):
         from scalpel_desktop.store.spill import SpillStore
         from scalpel_desktop.store.cutlog import CutLog
         from scalpel_desktop.surgery.economist import Economist
@@ -202,12 +209,15 @@ class StageDriver:
         # durable=False: a replay's spill files are scratch (deleted below), never a real cut's
         kind = SharedBodyStage if bodies.share else SurgeryStage
         self.stage = kind(cfg, SpillStore(Path(self.tmp) / "spill", durable=False), CutLog(self.conn, empty=True),
-                          Economist(cfg, prices, history), prices)
+                          Economist(cfg, prices, history, budget), prices)
         if bodies.share:
             self.stage.shapes, self.stage.verdicts = bodies.shapes, bodies.verdicts
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
+        self.pins: dict[int, tuple[int, str]] = {}  # request -> (unit, ttl) of the pin its body carried
+        self.warm: list[dict] = []  # every warm cut: the request, its plan's figures (tests, bench --json)
+        self.breaks: dict[int, str] = {}  # request -> its natural break's reason (a bet's outcome ends at a cold one)
         self._ex = None
         self._k = 0
         self._key = None  # the sequence's conversation key: the same for every request of it
@@ -252,7 +262,41 @@ class StageDriver:
         if sent is not None:
             for tid, _pos, _saved, _kind in sent.stubs:
                 cuts[tid] = self.cuts.setdefault(tid, Stub("stage:" + tid, self.stub))
+            if sent.pin is not None:  # the body sent carries one more marker: the simulator bills it
+                unit = self.sim.message_end_unit(k, sent.pin)
+                if unit is not None:
+                    self.pins[k] = (unit, "1h" if self.bodies.ttl(k) == "1h" else "5m")
+            if sent.rewrite_tokens:
+                self.warm.append({"request": k, **ex.decision.figures})
+        self.breaks[k] = str(ex.decision.figures.get("break_reason") or "")
         return cuts
+
+    def bet_outcomes(self) -> list[tuple[int, int]]:
+        """(turns estimated, turns earned) of every warm cut: the later requests of the sequence
+        before the next cold break (``surgery/plan.COLD_REASONS``) or its end, at most the estimate."""
+        from scalpel_desktop.surgery.plan import COLD_REASONS
+
+        out = []
+        n = len(self.seq.requests)
+        for w in self.warm:
+            est, k = int(w.get("turns_est") or 0), int(w["request"])
+            earned = 0
+            for j in range(k + 1, n):
+                if self.breaks.get(j) in COLD_REASONS:
+                    break
+                earned += 1
+            out.append((est, min(est, earned)))
+        return out
+
+    def budget_used(self) -> tuple[float, float]:
+        """(banked, staked) dollars this arm's conversations added to the user's budget."""
+        convs = self.stage.economist.conversations.values()
+        return sum(c.banked_usd for c in convs), sum(c.staked_usd for c in convs)
+
+    def pins_for(self, k: int) -> dict[int, str]:
+        """{unit: ttl} of the markers the stage added to request ``k``'s body (its pin)."""
+        got = self.pins.get(k)
+        return {got[0]: got[1]} if got is not None else {}
 
     def rewrite_at(self, k: int, req: Request) -> int | None:
         """The message index at which the real usage shows request ``k``'s cache read stopping

@@ -80,6 +80,9 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         "error": (_label(resp.error, LABEL_MAX) or None) if resp is not None else None,
         "project": _label(ex.project, 300) or None,
         "regions": _figures(ex.regions),
+        # the user's risk budget (surgery/budget.py): what this request banked and staked
+        "banked_usd": _num(ex.surgery.banked_usd) or None if ex.surgery is not None else None,
+        "staked_usd": _num(ex.surgery.staked_usd) or None if ex.surgery is not None else None,
     }
     return row
 

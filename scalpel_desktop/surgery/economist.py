@@ -13,7 +13,8 @@ for, when the request was sent and when its response ended. For a new request
 the natural break (in units = history items, 0 = the first message) is:
 
 * 0 when the model's cache expired (TTL counted from the end of the previous
-  response, plus ``ttl_margin_s``), or tools / system / settings changed (a
+  response, plus a margin learned from the user's own reads after long gaps,
+  ``surgery/ttl_margin.py``), or tools / system / settings changed (a
   tools change does not count under the ``mid-conversation-tool-changes-*``
   beta);
 * else the first unit the client itself rewrote (auto-compaction,
@@ -66,9 +67,13 @@ from scalpel_desktop.surgery.plan import (
     common_prefix,
     prefix_digest,
 )
+from scalpel_desktop.surgery.budget import RiskBudget
 from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
+from scalpel_desktop.surgery.ttl_margin import learned_margin, overrun
+
+MAX_OVERRUNS = 256  # the most recent observations kept: bounds memory, not fitted
 
 # How often, in seconds of the clock requests arrive on, the economist lets go of what it keeps of
 # conversations whose every cache has expired (``forget_cold``): a sweep over its conversations.
@@ -88,10 +93,16 @@ class _Settings:
 class Economist:
     """Per-conversation cache state and the cut decision. One per proxy."""
 
-    def __init__(self, config: Any = None, prices: Any = None, history: History | None = None):
+    def __init__(self, config: Any = None, prices: Any = None, history: History | None = None,
+                 budget: RiskBudget | None = None):
         self.settings = _Settings(config if config is not None else {})
         self.prices = prices
         self.history = history  # the user's past conversations (the ledger), for the warm policies
+        # the user's risk budget (the ledger's, read at start): what the warm policies' bets are paid from
+        self.budget = budget if budget is not None else RiskBudget()
+        # (seconds past the TTL, entry read?) of every request after a gap past its TTL (surgery/ttl_margin.py)
+        self.overruns: list[tuple[float, bool]] = list(history.overruns) if history is not None else []
+        self._pending_gap: dict[int, tuple[float, float, int]] = {}  # serial -> (gap, ttl, tokens cached before)
         self.conversations: dict[Hashable, ConversationState] = {}
         self._serial = 0
         self._swept_at = float("-inf")  # (forget_cold)
@@ -104,7 +115,9 @@ class Economist:
         from the conversation's risk budget). Returns a serial."""
         self._serial += 1
         conv = self.conversations.setdefault(shape.key, ConversationState())
-        conv.banked_usd -= risk_usd
+        if risk_usd:
+            conv.staked_usd += risk_usd
+            self.budget.stake(risk_usd)
         if conv.turns and (brk or self.natural_break(shape)).reason in COLD_REASONS:
             conv.natural_breaks += 1
         if not conv.turns:
@@ -133,7 +146,11 @@ class Economist:
             sent_at=shape.at,
             request_serial=self._serial,
         )
-        margin = float(self.settings["ttl_margin_s"])
+        margin = self.ttl_margin()
+        prev = max(conv.models.get(shape.model, []), key=lambda m: m.request_serial, default=None)
+        if prev is not None and prev.ended_at is not None and prev.cached_tokens:
+            self._pending_gap[self._serial] = (shape.at - max(prev.sent_at, prev.ended_at), prev.ttl_s,
+                                               prev.cached_tokens)
         kept = []
         for old in conv.models.get(shape.model, []):
             if old.expired(shape.at, margin):
@@ -149,11 +166,13 @@ class Economist:
 
     def record_finished(self, key: Hashable, model: str, serial: int, finished_at: float,
                         cache_read: int | None = None, cache_written: int | None = None, ok: bool = True,
-                        saved_usd: float = 0.0) -> None:
+                        saved_usd: float = 0.0, cost_usd: float = 0.0) -> None:
         """The response of request ``serial`` ended at ``finished_at``: the cache TTL runs from here.
         ``ok``: it came back with usage counts; ``cache_read`` / ``cache_written``: its cached
         tokens (None: not reported); ``saved_usd``: what its replayed stubs surely saved
-        (``realized.banked_credit``), banked for the warm policies' risk budget.
+        (``realized.banked_credit``), banked in the user's risk budget; ``cost_usd``: what the
+        request cost (its usage at the price table), the base of the conversation's cap
+        (``surgery/budget.py``).
 
         Its own entry (the end of its last message, where the client's last marker is) is
         surely there once anything was cached: the last marker's prefix is the longest, so if
@@ -174,13 +193,47 @@ class Economist:
                         mark.confirmed, mark.cached = True, cache_read + cache_written
                 elif known and mark.cached >= 0 and cache_read == mark.cached:
                     mark.confirmed = True  # the read stopped at the pin: refreshed under every reading
+            if known:
+                self._forget_lost(conv, model, serial, cache_read)
             if saved_usd > 0:
                 conv.banked_usd += saved_usd
+                self.budget.bank(saved_usd)
+            if cost_usd > 0:
+                conv.cost_usd += cost_usd
+        gap = self._pending_gap.pop(serial, None)
+        if gap is not None and ok and cache_read is not None:
+            seen = overrun(gap[0], gap[1], gap[2], cache_read)
+            if seen is not None:
+                self.overruns.append(seen)
+                del self.overruns[:-MAX_OVERRUNS]
         for ms in (conv.models.get(model, []) if conv else []):
             if ms.request_serial == serial:
                 ms.ended_at = finished_at if ms.ended_at is None else max(ms.ended_at, finished_at)
                 ms.last_cache_read = cache_read
+                if ok and cache_read is not None:
+                    ms.cached_tokens = cache_read
                 return
+
+    @staticmethod
+    def _forget_lost(conv: ConversationState, model: str, serial: int, cache_read: int) -> None:
+        """A read that stopped below an entry held as surely live, in this request's own prefix, says
+        the provider lost it (and every entry after it, which hold it): none of them is pinned again
+        until a later answer confirms it. Only looked at when a read falls short (rare)."""
+        short = [m for m in conv.entries.get(model, ()) if m.serial != serial and m.confirmed
+                 and m.cached is not None and m.cached > cache_read]
+        if not short:
+            return
+        state = next((ms for ms in conv.models.get(model, []) if ms.request_serial == serial), None)
+        if state is None:
+            return
+        for m in short:
+            if m.units <= len(state.unit_hashes) and prefix_digest(state, state.unit_hashes, m.units) == m.digest:
+                m.confirmed = False
+
+    def ttl_margin(self) -> float:
+        """Seconds past its TTL a cache is still called live: learned from the user's own reads
+        after long gaps, else the ``ttl_margin_s`` prior (``surgery/ttl_margin.py``)."""
+        return learned_margin(self.overruns, float(self.settings["ttl_margin_s"]))[0]
 
     def forget_cold(self, now: float, every_s: float = FORGET_EVERY_S) -> int:
         """Let go of what no later request can use; at most once every ``every_s`` (``now``: when
@@ -198,7 +251,7 @@ class Economist:
         if now < self._swept_at + every_s:
             return 0
         self._swept_at = now
-        margin = float(self.settings["ttl_margin_s"])
+        margin = self.ttl_margin()
         forgot = 0
         for conv in self.conversations.values():
             states = [s for ms in conv.models.values() for s in ms]
@@ -219,7 +272,7 @@ class Economist:
     def natural_break(self, shape: RequestShape) -> Break:
         units = shape.unit_hashes
         last = max(len(units) - 1, 0)  # the last message is always rewritten
-        margin = float(self.settings["ttl_margin_s"])
+        margin = self.ttl_margin()
         conv = self.conversations.get(shape.key)
         if conv is None:
             return Break(last, "first-seen", last)
@@ -313,7 +366,7 @@ class Economist:
             # A conversation never seen is warm until its cache state is known: no warm cut on a
             # guess (SPEC 5). Its next request, its usage known, may make the cut this one would.
             warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
-                                 self.history)
+                                 self.history, self.budget)
             conv.dead_seen = packed_ids(c.id for c in candidates)  # kept for turns: packed
             if warm is not None:
                 return self._guard(shape, warm, brk)

@@ -27,10 +27,11 @@ Never inside a live cache the request does not extend (another model's, an
 older history of its own): a re-write there has no pin (``Break.others_index``).
 
 The payback rule is a bet on the future; its loss, should the conversation end
-or be compacted right after the cut, is the priced rewrite. So a warm cut may
-risk at most what the conversation's cuts have surely saved so far (the risk
-budget, ``ConversationState.banked_usd``): no conversation ends dearer than it
-would have been without scalpel.
+or be compacted right after the cut, is the priced rewrite. So a warm cut is
+paid from the user's risk budget (``surgery/budget.py``: what every cut surely
+saved, across conversations and restarts, less what every bet staked), and no
+one conversation may stake more than its own savings plus ``risk_cap_pct`` of
+what it has cost so far.
 
 ``cut at death`` (the ``death`` policy) considers only results that died in
 this very request: the tail since the newest live entry is small then, and
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from scalpel_desktop.surgery.budget import RiskBudget, refusal
 from scalpel_desktop.surgery.digests import ids_of
 from scalpel_desktop.surgery.plan import (
     MIN_CACHEABLE_GUARD,
@@ -83,7 +85,7 @@ def pin_for(conv: ConversationState | None, shape: RequestShape, p: int, margin:
 def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                  batch_min: int, conv: ConversationState | None, settings: Any,
                  rates_of: Callable[[str], Any], history: History | None = None,
-                 only_new: bool = False) -> Plan | None:
+                 only_new: bool = False, budget: RiskBudget | None = None) -> Plan | None:
     """The best warm cut that repays its rewrite ``payback_factor`` times, or None.
 
     ``only_new``: consider only results that were not dead at the previous decision (cut at death)."""
@@ -113,7 +115,9 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
     before_units = max(0, shape.total_tokens - prefix[-1])  # tools and system
     end = min(brk.index, len(unit_tokens))
     best: tuple[float, Plan] | None = None
-    bank = conv.banked_usd if conv is not None else 0.0
+    cap_pct = float(settings["risk_cap_pct"])
+    banked, staked, cost = (conv.banked_usd, conv.staked_usd, conv.cost_usd) if conv is not None else (0, 0, 0)
+    bank = budget.balance_usd if budget is not None else 0.0
     for p in sorted({c.unit_index for c in warm}, reverse=True):
         if p < brk.others_index:
             break  # inside a live cache this request does not extend: its re-write has no pin
@@ -136,8 +140,8 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
         later = saving * read * remaining
         if later < factor * extra:
             continue
-        if extra > bank:
-            continue  # more than this conversation's cuts have surely saved: ending now would lose
+        if refusal(budget, extra, staked, banked, cost, cap_pct) is not None:
+            continue  # more than the user's cuts have surely saved, or past this conversation's cap
         net = later - extra
         if best is None or net > best[0]:
             ids = [c.id for c in chosen] + [c.id for c in free]
@@ -158,7 +162,8 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
                             "boundary": boundary, "pin_unit": plan.pin_unit,
                             "extra_usd": round(extra, 8), "payback_usd": round(later, 8),
                             "payback_x": round(later / extra, 3) if extra > 0 else None,
-                            "banked_usd": round(bank, 8),
+                            "budget_usd": round(bank, 8), "conv_banked_usd": round(banked, 8),
+                            "conv_staked_usd": round(staked, 8), "conv_cost_usd": round(cost, 8),
                             "payback_factor": factor, **hz.figures()}
             best = (net, plan)
     return best[1] if best else None

@@ -137,6 +137,9 @@ class ModelState:
     ended_at: float | None = None  # None while the response is in flight
     request_serial: int = 0
     last_cache_read: int | None = None
+    # What its answer read from cache: an entry surely there then. A read after a long gap that reaches
+    # as far says the conversation's entries outlived the gap (surgery/ttl_margin.py).
+    cached_tokens: int = 0
 
     def expired(self, at: float, margin: float) -> bool:
         return at > self.expires_at(margin)
@@ -166,12 +169,13 @@ class ConversationState:
     last_tokens: int = 0
     # candidates already dead at the previous decision (cut at death); packed (``surgery/digests.py``)
     dead_seen: bytes | frozenset = frozenset()
-    # The risk budget of the warm policies (dollars, the economist's estimates): what this
-    # conversation's cuts have surely saved so far (each stub a request carried, at the cache
-    # read price, the least its tokens would have cost), minus every warm cut's priced rewrite.
-    # A warm cut may risk at most this: if the conversation ends right after it, it is still
-    # no dearer than without scalpel.
+    # This conversation's part of the user's risk budget (``surgery/budget.py``; dollars, the
+    # economist's estimates): what its cuts have surely saved so far (each stub a request
+    # carried, at the rate its position was billed at), what its warm cuts staked (their priced
+    # extra), and what it has cost so far (its usage counts at the price table: the cap's base).
     banked_usd: float = 0.0
+    staked_usd: float = 0.0
+    cost_usd: float = 0.0
     # Its states and entry marks were let go of, every one expired after this time
     # (``Economist.forget_cold``); None: never.
     cold_since: float | None = None

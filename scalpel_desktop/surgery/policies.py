@@ -5,7 +5,7 @@
   cache is cold anyway, and only a batch worth ``batch_min_tokens``;
 * ``death`` (the default, ``config.py``): ``cold``, plus a result that died in this very request is cut on a
   warm cache when its saving over the remaining turns repays the (pinned) tail
-  it forces ``payback_factor`` times and the conversation's risk budget covers it
+  it forces ``payback_factor`` times and the user's risk budget covers it within the conversation's cap
   (``surgery/payback.py``, ``only_new``);
 * ``payback``: ``cold``, plus any dead result before the break on the same rule.
 
@@ -34,7 +34,8 @@ class Policy:
 
     def warm_plan(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                   batch_min: int, conv: ConversationState | None, settings: Any,
-                  rates_of: Callable[[str], Any], history: History | None = None) -> Plan | None:
+                  rates_of: Callable[[str], Any], history: History | None = None,
+                  budget: Any = None) -> Plan | None:
         """A cut before the break worth its rewrite, or None (the cold rule decides)."""
         return None
 
@@ -55,9 +56,10 @@ class Payback(Policy):
 
     def warm_plan(self, shape: RequestShape, brk: Break, candidates: Sequence[Candidate], free: list[Candidate],
                   batch_min: int, conv: ConversationState | None, settings: Any,
-                  rates_of: Callable[[str], Any], history: History | None = None) -> Plan | None:
+                  rates_of: Callable[[str], Any], history: History | None = None,
+                  budget: Any = None) -> Plan | None:
         return payback_plan(shape, brk, candidates, free, batch_min, conv, settings, rates_of, history,
-                            only_new=self.only_new)
+                            only_new=self.only_new, budget=budget)
 
 
 class Death(Payback):

@@ -85,20 +85,23 @@ def banked_credit(prices: Any, sent: SurgerySent, usage: Usage) -> float:
     Each at the rate of the tier its position was billed at in this request: the request
     without the cut was billed at least as high there (it reads no further: scalpel's cuts
     never make a read stop earlier but at a warm cut, whose re-write the economist charges
-    itself). New cuts are left out: a free one is counted from its first replay on, a warm
-    one is in its priced rewrite."""
+    itself). A new stub counts too: a free one (at or after the break, where the request
+    without it was billed at least as high) at the tier it was billed at, a warm one at most
+    at the cache-read price (without the cut it would have been read; its re-write is the
+    priced stake, ``surgery/budget.py``)."""
     rates = prices.rates(sent.model).for_prompt(usage.prompt_tokens)
     total = usage.prompt_tokens
     read_end = usage.cache_read
     w1h_end = read_end + usage.cache_write_1h
     w_end = w1h_end + usage.cache_write_5m
     usd = 0.0
+    warm = sent.rewrite_tokens > 0
     for _, frac, saved, kind in sent.stubs:
-        if kind == "new" or saved <= 0:
+        if saved <= 0:
             continue
         at = frac * total
-        rate = rates.cache_read if at < read_end else rates.write_1h if at < w1h_end else \
-            rates.write_5m if at < w_end else rates.input
+        rate = rates.cache_read if at < read_end or (warm and kind == "new") else rates.write_1h if at < w1h_end \
+            else rates.write_5m if at < w_end else rates.input
         usd += saved * float(rate)
     return usd
 

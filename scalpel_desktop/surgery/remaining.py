@@ -39,7 +39,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from scalpel_desktop.accounting.windows import context_window
+from scalpel_desktop.store.budget_ledger import bets, risk_budget, ttl_overruns
 from scalpel_desktop.store.ledger_queries import conversation_history
+from scalpel_desktop.surgery.budget import RiskBudget
 
 log = logging.getLogger("scalpel.surgery")
 
@@ -50,10 +52,16 @@ class History:
 
     lengths: tuple[int, ...] = ()  # requests per past conversation
     gaps: tuple[float, ...] = ()  # idle seconds from a response's end to the conversation's next request
+    # closed bets (warm cuts): (the later requests the economist counted on, those it really earned on)
+    bets: tuple[tuple[int, int], ...] = ()
+    # (seconds past the TTL, was the entry read?) of requests after gaps past their TTL (surgery/ttl_margin.py)
+    overruns: tuple[tuple[float, bool], ...] = ()
 
     @classmethod
-    def of(cls, lengths: Sequence[int] = (), gaps: Sequence[float] = ()) -> "History":
-        return cls(tuple(sorted(int(x) for x in lengths if x > 0)), tuple(sorted(float(g) for g in gaps if g >= 0)))
+    def of(cls, lengths: Sequence[int] = (), gaps: Sequence[float] = (),
+           bets: Sequence[tuple[int, int]] = (), overruns: Sequence[tuple[float, bool]] = ()) -> "History":
+        return cls(tuple(sorted(int(x) for x in lengths if x > 0)), tuple(sorted(float(g) for g in gaps if g >= 0)),
+                   tuple((int(e), int(t)) for e, t in bets if e > 0), tuple((float(o), bool(a)) for o, a in overruns))
 
 
 @dataclass(frozen=True)
@@ -66,11 +74,30 @@ class Horizon:
     ttl_source: str  # ledger | conversation | none
     compaction_turns: int | None
     q: float
+    learned: float = 1.0  # the share of an estimate the user's own closed bets say is reached (``learned_share``)
+    bets_seen: int = 0
 
     def figures(self) -> dict[str, Any]:
         return {"turns_est": self.turns, "turns_bound": self.bound, "turns_session": self.session_turns,
                 "turns_source": self.session_source, "turns_ttl": self.ttl_turns, "ttl_source": self.ttl_source,
-                "turns_compaction": self.compaction_turns, "survival_q": round(self.q, 4)}
+                "turns_compaction": self.compaction_turns, "survival_q": round(self.q, 4),
+                "turns_learned": round(self.learned, 4), "bets_seen": self.bets_seen}
+
+
+def learned_share(history: History | None, q: float) -> tuple[float, int]:
+    """(share, bets): the part of its estimate a bet reaches with probability >= q, from the
+    user's own closed bets (``History.bets``): the (1 - q) quantile of realized / estimated,
+    at most 1. Until ``min_sample(q)`` bets have closed, 1 (the estimate as the bounds give it).
+
+    The bounds above are each reached with probability >= q if their inputs are right; the
+    horizon also misses for causes they do not see (a read that stops short, a compaction
+    sooner than the window). Scaling by this quantile makes the estimate reached by a share q
+    of the user's own past bets, whatever the cause."""
+    bets = history.bets if history else ()
+    if len(bets) < min_sample(q):
+        return 1.0, len(bets)
+    ratios = sorted(min(1.0, t / e) for e, t in bets)
+    return ratios[int(math.floor((1.0 - q) * len(ratios)))], len(bets)
 
 
 def survival_q(factor: float) -> float:
@@ -136,14 +163,30 @@ def horizon(history: History | None, *, model: str, so_far: int, conv_breaks: in
     if c_turns is not None:
         bounds.append((c_turns, "compaction"))
     turns, bound = min(bounds, key=lambda b: b[0])
-    return Horizon(turns, bound, s_turns, s_src, t_turns, t_src, c_turns, q)
+    share, seen = learned_share(history, q)
+    if share < 1.0:
+        turns = int(math.floor(turns * share))
+    return Horizon(turns, bound, s_turns, s_src, t_turns, t_src, c_turns, q, share, seen)
 
 
 def own_history(conn: Any) -> History | None:
     """The user's past conversations from the ledger, read once at start (never on the request path)."""
     try:
         lengths, gaps = conversation_history(conn)
+        outcomes = [(b.turns_est, b.turns) for b in bets(conn) if b.closed]
+        seen = ttl_overruns(conn)
     except Exception as e:  # noqa: BLE001 - no history: the warm policies use their prior
         log.warning("could not read the ledger's conversation history: %s", e)
         return None
-    return History.of(lengths, gaps)
+    return History.of(lengths, gaps, outcomes, seen)
+
+
+def own_budget(conn: Any) -> RiskBudget:
+    """The user's risk budget from the ledger, read once at start (empty when it cannot be read:
+    then only free cuts happen until the new ones have saved something)."""
+    try:
+        saved, staked = risk_budget(conn)
+    except Exception as e:  # noqa: BLE001 - an empty budget risks nothing
+        log.warning("could not read the ledger's risk budget: %s", e)
+        return RiskBudget()
+    return RiskBudget(saved, staked)

@@ -17,11 +17,10 @@ For each API request with a conversation view:
 ``on_response`` tells the economist when the response ended (the TTL runs from
 there) and prices the realized saving (SPEC 7, ``surgery/realized.py``).
 
-Speed (docs/proxy.md): the previous request is kept (``surgery/memo.py``; a dropped one
-leaves a ``surgery/ghost.py``, recorded turn by turn: ``ghost_turn``), extended when nothing
-is cuttable; one decision builder (``_decide``), the natural break computed once. A first
-sighting that needs no change goes out at once, analysed after its response
-(``first_sighting``). Writes (spill, cut log) wait ``write_wait_ms`` at most.
+Speed (docs/proxy.md): the previous request is kept (``memo.py``; a dropped one leaves a ``ghost.py``,
+recorded turn by turn: ``ghost_turn``), extended when nothing is cuttable; one decision builder; a
+first sighting that needs no change goes out at once, analysed after its response (``first_sighting``).
+Writes (spill, cut log) wait ``write_wait_ms`` at most.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ from scalpel_desktop.surgery.pin import pinnable, pinned
 from scalpel_desktop.surgery.plan import Break, Candidate, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import banked_credit, realized
-from scalpel_desktop.surgery.remaining import own_history
+from scalpel_desktop.surgery.remaining import own_budget, own_history
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.validate import pin_problems, rewrite_problem
 from scalpel_desktop.wire.cache_rules import message_ttl_s
@@ -190,6 +189,7 @@ class SurgeryStage:
                 return self._forward_original(ex, shape, brk, f"cut failed: {type(e).__name__}: {e}", view, layout)
         body = base
         pin = plan.pin_unit if cuts else None  # a warm cut's read boundary, made certain (surgery/pin.py)
+        pinned_at = None  # the message whose last block the body sent carries the pin on
         if view.replaced:
             if not round_trips_by_layout(base, view.original_doc, layout, round_trips):
                 self.surgeon.discard(cuts)
@@ -203,7 +203,7 @@ class SurgeryStage:
                 problem = "the pin marker cannot be placed" if pinned_doc is None else \
                     "; ".join(pin_problems(view.doc, pinned_doc, pin))
                 if not problem:
-                    body = dumps(pinned_doc)
+                    body, pinned_at = dumps(pinned_doc), pin
             if problem:
                 self.surgeon.discard(cuts)
                 return self._forward_original(ex, shape, brk, f"rewrite refused: {problem}", view, layout)
@@ -211,7 +211,7 @@ class SurgeryStage:
                 # The cut log did not take the new cuts in time: they are not sent (only the
                 # replayed stubs are), and the economist is told what did go out.
                 log.warning("cut log not written within the bound: %d new cut(s) not sent", len(cuts))
-                cuts = []
+                cuts, pin, pinned_at = [], None, None
                 view, replayed, body = self._replays_only(req.endpoint, doc, prev_view, base)
                 if view is None:
                     return self._forward_original(ex, shape, brk, "cut log not written in time: forwarded as sent",
@@ -219,13 +219,15 @@ class SurgeryStage:
             if body is not base:
                 ex.new_body = body
         sent_hashes = self._hashes(view, layout, prev_view) if cuts else shape.unit_hashes
-        serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pin, risk_usd=plan.risk_usd if cuts else 0)
-        sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0)
+        serial = self.economist.record_sent(shape, sent_hashes, brk, pin_unit=pinned_at,
+                                            risk_usd=plan.risk_usd if cuts else 0)
+        sent = SurgerySent(serial, ckey, model, rewrite_tokens=plan.rewrite_tokens if cuts else 0, pin=pinned_at,
+                           staked_usd=plan.risk_usd if cuts else 0.0)
         positions = self._stub_positions(body, view, replayed, cuts)
         sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
         sent.bytes_removed = len(base) - len(body)
         ex.surgery = sent
-        if layout is not None and pin is None:  # a pinned body is not the next request's prefix: no reuse
+        if layout is not None and pinned_at is None:  # a pinned body is not the next request's prefix: no reuse
             self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         # dead tool output found and not cut now: still carried (the dashboard's context breakdown)
         dead = {"dead_left": max(0, sum(s.tokens for s in spans) - sum(c.tokens for c in cuts))} if looked else None
@@ -334,8 +336,9 @@ class SurgeryStage:
             return
         usage, ok = res.usage, res.usage is not None and res.status < 400  # (banked: the stubs' sure saving)
         cached = (usage.cache_read, usage.cache_write) if usage is not None else (None, None)
-        self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok,
-                                       saved_usd=banked_credit(self.prices, sent, usage) if ok else 0.0)
+        sent.banked_usd = banked_credit(self.prices, sent, usage) if ok else 0.0  # (the ledger's risk budget)
+        self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok, saved_usd=sent.banked_usd,
+                                       cost_usd=self.prices.rates(sent.model).cost(usage) if ok else 0.0)
         self.economist.forget_cold(ex.request.received_at)  # (what no later request can use; off the request path)
         if not ok or not sent.stubs:
             return
@@ -390,7 +393,7 @@ def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
     if prices is None:
         prices = PriceTable.load()
     stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn),
-                         Economist(config, prices, own_history(db_conn)), prices)
+                         Economist(config, prices, own_history(db_conn), own_budget(db_conn)), prices)
     # A request waits for a spill or the cut log ``write_wait_ms`` at most (store/offpath.py).
     stage.surgeon.wait_s = lambda: int(setting(config, "write_wait_ms")) / 1000.0
     return stage

@@ -18,6 +18,14 @@ TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0, "24h": 86400.0, AUTO
 LONGEST_TTL_S = 3600.0  # Anthropic's longest; "when unsure assume the longer"
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20  # a breakpoint looks back about 20 blocks for an earlier entry
+# Top-level fields of a Messages request that invalidate the messages' cache when they change (the
+# system and tools keep theirs): ``tool_choice`` and ``thinking`` (the provider's prompt-caching
+# documentation), ``output_config`` (the effort: Claude Code itself warns that switching it mid-
+# conversation re-reads the history uncached) and ``context_management`` (its strategies decide which
+# earlier thinking and tool results are rendered, so a change rewrites the messages). Claude Code
+# 2.1.332 sends the last two on every request (``../shared/corpus/wire``). The economist hashes them
+# (a change is a ``settings-changed`` break) and the cache model salts the messages with them.
+MESSAGE_CACHE_SETTINGS = ("tool_choice", "thinking", "output_config", "context_management")
 
 
 def ttl_seconds(ttl: str | None) -> float:
@@ -74,3 +82,17 @@ def message_ttl_s(endpoint: str, doc: dict) -> float:
     if not ttls:
         return ttl_seconds(None)
     return ttl_seconds("1h" if "1h" in ttls else "5m")
+
+
+def overrun(gap_s: float, ttl_s: float, prev_read: int | None, read: int | None) -> tuple[float, bool] | None:
+    """What one request says of how long the provider keeps a cache past its TTL: it came ``gap_s``
+    after the previous answer ended, past that request's ``ttl_s``; (seconds past the TTL, were the
+    conversation's entries read?). They were when its cache read reached as far as the previous
+    request's own read (``prev_read``, an entry surely there then: the previous request's last
+    message may be rewritten by the client, so its whole prompt is no test). A dead conversation
+    cache still reads the static system prompt other sessions keep warm: where the previous read
+    went no further, a dead one passes for alive, which only makes a margin built on it larger.
+    None: no gap past the TTL, or no read to compare with."""
+    if prev_read is None or read is None or prev_read <= 0 or gap_s <= ttl_s:
+        return None
+    return gap_s - ttl_s, read >= prev_read

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from scalpel_desktop.wire.cache_rules import marker_ttl
+from scalpel_desktop.wire.cache_rules import MESSAGE_CACHE_SETTINGS, marker_ttl
 from scalpel_desktop.wire.hashing import canonical_bytes, digest, sha, unit_digest
 from scalpel_desktop.wire.jsoncodec import dumps
 
@@ -343,7 +343,7 @@ def regions(endpoint: str, doc: Any) -> tuple[Any, Any, dict[str, Any]]:
         system = doc.get("system")
         if isinstance(system, str):  # a string is the one text block it stands for
             system = [{"type": "text", "text": system}]
-        return system, doc.get("tools"), {k: doc.get(k) for k in ("tool_choice", "thinking")}
+        return system, doc.get("tools"), {k: doc.get(k) for k in MESSAGE_CACHE_SETTINGS}
     if endpoint == "chat":
         lead = []
         for m in doc.get("messages") or []:

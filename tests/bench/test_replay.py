@@ -147,6 +147,7 @@ def test_the_ledger_before_a_sequence_holds_the_sequences_that_ended_before_it_s
     from scalpel_desktop.bench.reader import iter_sequences, read_corpus
     from scalpel_desktop.bench.replay import history_before, ledger_facts
     from scalpel_desktop.surgery.remaining import History
+    from scalpel_desktop.wire.cache_rules import overrun
     from tests.support import corpus_dir
 
     seqs = [s for s in iter_sequences(read_corpus(corpus_dir("transcripts", "claude-code-log"))) if s.requests]
@@ -155,7 +156,11 @@ def test_the_ledger_before_a_sequence_holds_the_sequences_that_ended_before_it_s
     for seq in seqs:
         before = [o for o in seqs if o is not seq and o.requests[-1].ts_done < seq.requests[0].ts]
         want = History.of([len(o.requests) for o in before],
-                          [max(0.0, b.ts - a.ts_done) for o in before for a, b in zip(o.requests, o.requests[1:])])
+                          [max(0.0, b.ts - a.ts_done) for o in before for a, b in zip(o.requests, o.requests[1:])],
+                          overruns=[x for o in before for a, b in zip(o.requests, o.requests[1:])
+                                    if (x := overrun(b.ts - a.ts_done,
+                                                     3600.0 if any(r.usage.cache_write_1h for r in o.requests) else 300.0,
+                                                     a.usage.cache_read, b.usage.cache_read)) is not None])
         assert history_before(seqs, seq, facts) == want == history_before(seqs, seq)
         nonempty += bool(before)
     assert 0 < nonempty < len(seqs)  # some sequences start with a ledger behind them, the first do not

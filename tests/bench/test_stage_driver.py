@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.bench.client_markers import NEW
 from scalpel_desktop.bench.reader import read_file
 from scalpel_desktop.bench.simulate import SequenceSimulator
 from scalpel_desktop.bench.stage_driver import SequenceBodies, StageDriver, scratch_dir, stub_tokens
@@ -23,9 +24,9 @@ PRICES = PriceTable.builtin()
 BIG = "x = 1\n" * 3000
 
 
-def broken_cache(tmp_path: Path, w1: bool = False):
+def broken_cache(tmp_path: Path, w1: bool = False, version: str = "2.1.332"):
     """Three requests; the third reads only the first request's prompt back (a break the bytes do not show)."""
-    tr = Transcript()
+    tr = Transcript(version=version)
     tr.user("hi")
     tr.response([text("Reading."), tool_use("toolu_0")], usage(w1=10_000) if w1 else usage(w5=10_000))
     tr.result("toolu_0", BIG)
@@ -35,15 +36,26 @@ def broken_cache(tmp_path: Path, w1: bool = False):
     return read_file(tr.write(tmp_path / "s.jsonl")).sequences[0]
 
 
-def test_the_body_marks_only_its_last_block_and_leaves_the_transcript_alone(tmp_path):
-    seq = broken_cache(tmp_path)
+@pytest.mark.parametrize("version, system, previous", [("2.1.332", [False, True, True], False),
+                                                       ("2.1.17", [False, True, True], False),
+                                                       ("2.0.77", [True, True], True), ("1.0.24", [True, True], True),
+                                                       ("", [False, True, True], False)])
+def test_the_body_carries_its_client_versions_markers_and_leaves_the_transcript_alone(tmp_path, version, system,
+                                                                                        previous):
+    # As the wire captures show (../shared/corpus/wire): 2.1.332 marks two of three system blocks and
+    # the last message (3 markers, one free for a pin); 2.0.77 marks two system blocks and the last
+    # two messages (4: none free).
+    seq = broken_cache(tmp_path, version=version)
     bodies = SequenceBodies(seq, CFG, 2)
     raw, doc = bodies.doc(1)
     assert json.loads(raw) == doc
     assert [m["role"] for m in doc["messages"]] == ["user", "assistant", "user"]
     marked = [b for m in doc["messages"] for b in m["content"] if "cache_control" in b]
-    assert marked == [doc["messages"][-1]["content"][-1]]
-    assert marked[0]["cache_control"] == {"type": "ephemeral"} == doc["system"][0]["cache_control"]
+    want = [doc["messages"][-2]["content"][-1]] * previous + [doc["messages"][-1]["content"][-1]]
+    assert marked == want
+    assert ["cache_control" in b for b in doc["system"]] == system
+    assert raw.count(b'"cache_control"') == (4 if previous else 3)
+    assert marked[0]["cache_control"] == {"type": "ephemeral"} == doc["system"][-1]["cache_control"]
     assert json.loads(doc["metadata"]["user_id"]) == {"session_id": seq.session_id}
     assert doc["model"] == seq.requests[1].model and doc["stream"] is True
     assert not any("cache_control" in b for ln in seq.requests[1].history for b in ln.blocks)
@@ -162,7 +174,7 @@ def test_each_body_is_laid_out_once_for_every_arm_as_a_fresh_layout_would_lay_it
     from scalpel_desktop.wire.layout import locate
 
     seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8)).sequences[0]
-    bodies = SequenceBodies(seq, CFG, 2)
+    bodies = SequenceBodies(seq, CFG, 2, markers=NEW)  # (a pre-2.1 client moves a marker: less to reuse)
     reused = 0
     for k in range(len(seq.requests)):
         layout, base = bodies.layout(k)

@@ -126,7 +126,7 @@ def test_nothing_secret_or_content_reaches_the_row():
                       "sent_bytes", "est_tokens_before", "est_tokens_after", "input_tokens", "cache_write_5m",
                       "cache_write_1h", "cache_read", "output_tokens", "decision", "reason", "tokens_removed",
                       "figures", "realized_tokens", "realized_usd", "ttfb_ms", "total_ms", "error", "project",
-                      "regions"}
+                      "regions", "banked_usd", "staked_usd"}
 
 
 def test_recorder_observes_and_runs_while_paused(tmp_path):

@@ -14,6 +14,8 @@ SCHEMA_COLUMNS = [
     "realized_tier", "realized_tokens_by", "realized_bytes", "tokens_per_byte", "ratio_pairs", "ratio_error_pct",
     # m005: what the dashboard names and splits
     "project", "regions",
+    # m006: the user's risk budget
+    "banked_usd", "staked_usd",
 ]
 
 

@@ -39,3 +39,9 @@ def sent(e, s, finished_after=2.0, saved_usd=0.0):
 
 def units(n, prefix="u"):
     return [f"{prefix}{i}" for i in range(n)]
+
+
+# Bench bodies with Claude Code 2.1's markers (one on the last message only) whatever version recorded
+# the transcript: a pre-2.1 client moves a second marker from message to message, so its bodies are not
+# append-only byte for byte, which the tests of the paths that reuse a previous body need them to be.
+from scalpel_desktop.bench.client_markers import NEW as APPEND_ONLY  # noqa: E402, F401

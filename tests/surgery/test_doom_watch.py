@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
+from tests.surgery.economist_shapes import APPEND_ONLY
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.doom_watch import advance, candidates, follow, may_kill
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
@@ -48,7 +49,7 @@ def test_on_real_sessions_the_watch_knows_the_next_candidates(config):
     vouched = grew = 0
     _next_candidates.killed = 0
     for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
-        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        bodies = SequenceBodies(seq, {"tier": 2}, 2, markers=APPEND_ONLY)
         prev = None
         for k in range(len(seq.requests)):
             _, doc = bodies.doc(k)
@@ -70,7 +71,7 @@ def test_on_real_sessions_a_watch_advanced_request_after_request_knows_the_candi
     request's candidates from the watch advanced over every request since the last full analysis."""
     chained = longest = 0
     for seq in iter_sequences(read_corpus(corpus_dir("transcripts"))):
-        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        bodies = SequenceBodies(seq, {"tier": 2}, 2, markers=APPEND_ONLY)
         prev, watch, run = None, None, 0
         for k in range(len(seq.requests)):
             _, doc = bodies.doc(k)

@@ -8,6 +8,7 @@ import pytest
 from scalpel_desktop.surgery.plan import EntryMark
 from tests.surgery.economist_shapes import HAIKU, KEY, OPUS, econ, sent, shape, units
 from scalpel_desktop.bench.stage_driver import SequenceBodies
+from tests.surgery.economist_shapes import APPEND_ONLY
 from tests.surgery.test_ghost import _chain, _send, _sequences
 
 OTHER = ("session-2", "")
@@ -78,7 +79,7 @@ def test_on_real_sessions_letting_go_changes_no_decision_and_no_byte(tmp_path, m
     events = []
     for i, seq in enumerate(_sequences(6)):
         shift = 60.0 * i - seq.requests[0].ts
-        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        bodies = SequenceBodies(seq, {"tier": 2}, 2, markers=APPEND_ONLY)
         events += [(req.ts + shift, req.ts_done + shift, seq.name, k, req, bodies) for k, req in enumerate(seq.requests)]
     events.sort(key=lambda e: e[:4])
     for at, done, name, k, req, bodies in events:

@@ -11,6 +11,7 @@ import pytest
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.bench.reader import iter_sequences, read_corpus
 from scalpel_desktop.bench.stage_driver import SequenceBodies
+from tests.surgery.economist_shapes import APPEND_ONLY
 from scalpel_desktop.config import KEYS
 from scalpel_desktop.exchange import ApiRequest, ResponseResult
 from scalpel_desktop.pipeline.chain import Chain
@@ -66,7 +67,7 @@ def _sequences(count: int | None = None):
 
 def _in_turn(pair):
     """The sequences' requests, one turn each in turn: (sequence, index, request, body bytes)."""
-    bodies = [SequenceBodies(s, {"tier": 2}, 2) for s in pair]
+    bodies = [SequenceBodies(s, {"tier": 2}, 2, markers=APPEND_ONLY) for s in pair]
     for k in range(max(len(s.requests) for s in pair)):
         for j, seq in enumerate(pair):
             if k < len(seq.requests):

@@ -10,6 +10,7 @@ import pytest
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.bench.stage_driver import SequenceBodies
+from tests.surgery.economist_shapes import APPEND_ONLY
 from scalpel_desktop.pipeline.calibrate import Calibrate
 from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.pipeline.identify import Identify
@@ -79,7 +80,7 @@ def _compare(tmp: Path, policy: str, extra: dict) -> dict:
     for i, seq in enumerate(_sequences(5)):
         full, fstage = _chain(tmp, f"full{i}", False, policy, extra)
         turns, tstage = _chain(tmp, f"turns{i}", True, policy, extra)
-        bodies = SequenceBodies(seq, {"tier": 2}, 2)
+        bodies = SequenceBodies(seq, {"tier": 2}, 2, markers=APPEND_ONLY)
         for k, req in enumerate(seq.requests):
             body, _ = bodies.doc(k)
             vouched = set(fstage.ghosts._items)  # conversations the full pipeline's ghosts may vouch for
@@ -155,7 +156,7 @@ def test_a_ghost_shares_the_economists_packed_hashes_rather_than_a_copy(tmp_path
     """One blob of hashes per dropped conversation, not two (a turn's and its first ghost's)."""
     turns, stage = _chain(tmp_path, "shared", True, "death", {})
     seq = _sequences(1)[0]
-    bodies = SequenceBodies(seq, {"tier": 2}, 2)
+    bodies = SequenceBodies(seq, {"tier": 2}, 2, markers=APPEND_ONLY)
     shared = 0
     for k, req in enumerate(seq.requests):
         body, _ = bodies.doc(k)

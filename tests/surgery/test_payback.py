@@ -155,9 +155,34 @@ def test_a_warm_cut_risks_no_more_than_the_conversation_has_surely_saved():
         plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
         assert (plan.action == "cut") is cut, banked
         if cut:
-            assert plan.risk_usd == pytest.approx(extra) and plan.figures["banked_usd"] == pytest.approx(banked)
+            assert plan.risk_usd == pytest.approx(extra) and plan.figures["budget_usd"] == pytest.approx(banked)
             e.record_sent(_warm(), brk=plan.natural_break, pin_unit=plan.pin_unit, risk_usd=plan.risk_usd)
-            assert e.conversations[KEY].banked_usd == pytest.approx(banked - extra)
+            conv = e.conversations[KEY]
+            assert conv.banked_usd == pytest.approx(banked) and conv.staked_usd == pytest.approx(extra)
+            assert e.budget.balance_usd == pytest.approx(banked - extra)
+
+
+def test_the_users_savings_fund_a_bet_in_another_conversation_within_its_cap():
+    # The budget is the user's: what other conversations saved pays for this one's bet, but no one
+    # conversation may stake more than its own savings plus risk_cap_pct of what it has cost so far.
+    from scalpel_desktop.surgery.budget import RiskBudget
+
+    r = PriceTable.builtin().rates(OPUS)
+    extra = (6000 - 4980) * r.write_5m - 6000 * r.cache_read
+    for saved_elsewhere, cost, cap, cut in ((0.0, 1000.0, 1.0, False),  # nothing saved: no bet
+                                            (1.0, 0.0, 1.0, False),  # saved elsewhere, but no room here
+                                            (1.0, extra * 100 * 0.99, 1.0, False),  # 1% of cost: just short
+                                            (1.0, extra * 100 * 1.01, 1.0, True),
+                                            (extra * 0.99, extra * 1000, 1.0, False)):  # the budget is short
+        e = econ(policy="payback", risk_cap_pct=cap)
+        e.budget = RiskBudget(saved_usd=saved_elsewhere)
+        _warm_session(e, 10, banked=0.0)
+        e.conversations[KEY].cost_usd = cost
+        plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
+        assert (plan.action == "cut") is cut, (saved_elsewhere, cost)
+        if cut:
+            e.record_sent(_warm(), brk=plan.natural_break, pin_unit=plan.pin_unit, risk_usd=plan.risk_usd)
+            assert e.budget.staked_usd == pytest.approx(extra) and e.budget.balance_usd >= 0
 
 
 def test_a_warm_cut_that_costs_nothing_now_needs_no_budget():
@@ -249,3 +274,25 @@ def test_a_conversation_never_seen_is_never_warm_cut_not_even_where_the_cut_beat
     plan = e.decide(later, [Candidate("big", 5, enough + 1000, 20)])
     assert plan.action == "cut" and plan.figures["boundary"] == "worst-case" and plan.risk_usd <= 0
     assert e.conversations[KEY].banked_usd == 0
+
+
+def test_an_entry_the_provider_lost_is_no_longer_pinned():
+    # A read that stops below an entry held as surely live says the provider lost it: a pin there
+    # would re-write more than was priced (issue 23: +$0.70 on one real cut).
+    def session(e, lose):
+        cached = 0
+        for t in range(10):
+            s = shape(units(22 + 2 * t), at=t * 10.0, ttl="5m")
+            serial = e.record_sent(s)
+            read = 1000 if (lose and t == 9) else cached
+            e.record_finished(KEY, OPUS, serial, s.at + 2, cache_read=read, cache_written=2000, saved_usd=0.1)
+            cached = read + 2000
+        return e
+
+    kept = session(econ(policy="payback"), lose=False)
+    assert kept.decide(_warm(), [Candidate("big", 35, 5000, 20)]).pin_unit == 33
+    lost = session(econ(policy="payback"), lose=True)  # the last answer read only 1,000 tokens back
+    marks = {m.units: m for m in lost.conversations[KEY].entries[OPUS]}
+    assert not marks[34].confirmed and not marks[38].confirmed and marks[40].confirmed  # its own entry stands
+    plan = lost.decide(_warm(), [Candidate("big", 35, 5000, 20)])
+    assert plan.pin_unit != 33 and plan.figures.get("boundary") != "pinned"

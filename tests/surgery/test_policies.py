@@ -65,5 +65,5 @@ def test_the_warm_ones_ask_the_payback_rule_with_their_only_new(monkeypatch, nam
 
     monkeypatch.setattr(policies, "payback_plan", payback_plan)
     args = ("shape", "brk", ["cand"], ["free"], 2000, "conv", {"s": 1}, len, "history")
-    assert policy_named(name).warm_plan(*args) is planned
-    assert calls == [(args, {"only_new": only_new})]
+    assert policy_named(name).warm_plan(*args, "budget") is planned
+    assert calls == [(args, {"only_new": only_new, "budget": "budget"})]  # the user's risk budget handed on
