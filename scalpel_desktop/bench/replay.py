@@ -152,6 +152,7 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
     cfg["tier"] = tier
     sim = SequenceSimulator(seq, prices, counter=counter, pooled=pooled)
     bodies = SequenceBodies(seq, cfg, tier, share=share)
+    sim.two_message_marks = bodies.markers.previous_message  # the simulator marks what the bodies carry
     stub = stub_tokens(sim)
     arms: dict[str, Any] = {"off": sim.arm()}
     drivers: dict[str, StageDriver] = {}
@@ -306,7 +307,8 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
                 return one(wave[w])
 
             tick = (lambda d, n, base=done: progress(base + d, len(seqs))) if progress else None
-            for i, r in zip(wave, parallel.run_all(job, len(wave), jobs, [len(seqs[i].requests) for i in wave], tick)):
+            n = jobs if len(wave) >= 4 else 1  # (a pool of workers costs more than it saves on a short wave)
+            for i, r in zip(wave, parallel.run_all(job, len(wave), n, [len(seqs[i].requests) for i in wave], tick)):
                 got[i] = r
             done += len(wave)
     finally:

@@ -23,6 +23,18 @@ def _r(x: float, n: int = 6) -> float:
     return round(float(x), n) + 0.0  # never -0.0
 
 
+def _bets(sessions: list, name: str) -> dict[str, Any]:
+    """A stage policy's warm cuts (the bets, ``surgery/budget.py``): how many, what they staked, what
+    its cuts banked in the user's risk budget, and the later requests estimated against those earned."""
+    if not any(name in x.budget for x in sessions):
+        return {}
+    outcomes = [b for x in sessions for b in x.bets.get(name, ())]
+    return {"warm_cuts": len(outcomes),
+            "banked_usd": _r(sum(x.budget.get(name, (0.0, 0.0))[0] for x in sessions)),
+            "staked_usd": _r(sum(x.budget.get(name, (0.0, 0.0))[1] for x in sessions)),
+            "turns_estimated": sum(e for e, _ in outcomes), "turns_earned": sum(t for _, t in outcomes)}
+
+
 def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool = False) -> dict[str, Any]:
     s = res.sessions
     check = check_report(s)
@@ -42,6 +54,7 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
             "ceiling_share_pct": _r(100.0 * t.saving_usd / ceil.saving_usd, 2) if ceil.saving_usd > 0 else 0.0,
             "cuts": t.cuts, "proven_cuts": t.cuts,
             "hinted_cuts": sum(x.cuts.get(name + HINTED, x.cuts.get(name, 0)) for x in s),
+            **_bets(s, name),
         })
     methods: dict[str, int] = {}
     for x in s:

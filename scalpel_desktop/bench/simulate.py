@@ -46,6 +46,7 @@ from itertools import accumulate
 
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.arm import Arm, RequestBill, SequenceBill
+from scalpel_desktop.bench.client_markers import layout_for
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure
 from scalpel_desktop.bench.reader import Line, Request, Sequence
 
@@ -75,7 +76,7 @@ class SequenceSimulator:
         first = seq.requests[0]
         raw_prefix = first.usage.prompt_tokens - sum(self._line_tokens(ln) for ln in first.history)
         self.prefix_tokens = max(0, raw_prefix)
-        self.two_message_marks = _older_than(first.version, (2, 1))
+        self.two_message_marks = layout_for(first.version).previous_message  # (bench/client_markers.py)
         self.splits, self.static_tokens = self._prefix_splits()
         self._prefix_units = self._prefix()
         self._bases: list[tuple] = []
@@ -223,6 +224,19 @@ class SequenceSimulator:
             got = self._real[k] = self.prices.rates(req.model).cost(req.usage)
         return got
 
+    def message_start_unit(self, k: int, message: int) -> int | None:
+        """The unit where message ``message`` of request ``k``'s body starts (its first block)."""
+        m, prev = -1, None
+        for ln in self.seq.requests[k].history:
+            if ln.role != prev:
+                m, prev = m + 1, ln.role
+            if m == message and ln.blocks:
+                try:
+                    return self._bases[k][0].index((ln.index, 0))
+                except ValueError:
+                    return None
+        return None
+
     def message_end_unit(self, k: int, message: int) -> int | None:
         """The unit of the last block of message ``message`` of request ``k``'s body (its
         consecutive same-role lines merged into one message, as ``SequenceBodies`` sends
@@ -309,14 +323,6 @@ class SequenceSimulator:
         """One arm to step request by request (several arms of a sequence go in lockstep);
         ``kind``: an ``Arm`` subclass (``opts`` go to it)."""
         return (kind or Arm)(self, cuts_for, free, after, **opts)
-
-
-def _older_than(version: str, ref: tuple[int, int]) -> bool:
-    try:
-        parts = tuple(int(x) for x in version.split(".")[:2])
-    except ValueError:
-        return False
-    return parts < ref if len(parts) == 2 else False
 
 
 __all__ = ["Arm", "Cuts", "RequestBill", "SequenceBill", "SequenceSimulator", "Stub"]

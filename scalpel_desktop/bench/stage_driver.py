@@ -21,6 +21,7 @@ it: their saving needs no break inferred from the usage.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -119,8 +120,7 @@ class SequenceBodies:
         parts.extend(dumps(m) for m in msgs[len(msgs) - own:])
         return b"".join((head, b'"messages":[', b",".join(parts), b"]", tail))
 
-    def ttl(self, k: int) -> str | None:
-        """The TTL request ``k``'s markers ask for (from its usage; None: none seen yet)."""
+    def ttl(self, k: int) -> str | None:  # the TTL request k's markers ask for (from its usage; None: none yet)
         return self._ttl[k]
 
     def hints(self, sim: SequenceSimulator) -> list[int | None]:
@@ -312,6 +312,24 @@ class StageDriver:
         ex.response = ResponseResult(200, usage, None, None, req.ts_done)
         self.stage.on_response(ex)
         self._ex = None
+        if self.warm and self.warm[-1]["request"] == k:  # a warm cut: what the simulator billed for it
+            self.warm[-1].update(self._billed(k, usage))
+
+    def _billed(self, k: int, usage: Usage) -> dict:
+        """A warm cut's bill as the simulator made it, in its tokens: the read, where the pin's entry
+        ends, and the tokens from there to the break (what the economist priced as the re-write)."""
+        w = self.warm[-1]
+        _keys, _roles, tokens, _first = self.sim.cut_units(k, self.cuts, False)
+        cum = list(itertools.accumulate(tokens, initial=0))
+        out = {"billed_read": usage.cache_read, "billed_write": usage.cache_write}
+        pin = self.pins.get(k)
+        brk = w.get("break")
+        if pin is not None and isinstance(brk, int):
+            start = self.sim.message_start_unit(k, brk)
+            out["pin_tokens"] = cum[pin[0] + 1]
+            if start is not None:
+                out["region_sim_tokens"] = cum[start] - cum[pin[0] + 1]
+        return out
 
 
 def rewrite_at(sim: SequenceSimulator, k: int, req: Request) -> int | None:

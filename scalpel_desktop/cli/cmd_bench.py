@@ -28,7 +28,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                    help="Processes to replay the sessions on (default: one per core, at most 4; "
                         "the same figures whatever N).")
+    p.add_argument("--budget", type=_usd, default=0.0, metavar="USD",
+                   help="The risk budget your ledger held before these transcripts, in dollars (default: 0, "
+                        "a fresh install: warm cuts wait until free ones have saved something).")
     p.set_defaults(func=run)
+
+
+def _usd(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"--budget takes dollars, 0 or more (got {text!r})")
+    return v
 
 
 def _jobs(text: str) -> int:
@@ -69,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
 
     jobs = getattr(args, "jobs", None) or default_jobs()
     if args.json:
-        res = replay_corpus(root, tier=tier, prices=prices, jobs=jobs)
+        res = replay_corpus(root, tier=tier, prices=prices, jobs=jobs, budget_usd=args.budget)
     else:
-        res = _with_progress(root, tier, prices, jobs)
+        res = _with_progress(root, tier, prices, jobs, args.budget)
     doc = build_json(res, label, prices.as_of, sessions=args.sessions or bool(args.html))
     if args.html:
         Path(args.html).write_text(render_html(doc, doc.get("sessions", [])), encoding="utf-8")
@@ -88,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_progress(root, tier, prices, jobs=1):
+def _with_progress(root, tier, prices, jobs=1, budget_usd=0.0):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -102,4 +115,4 @@ def _with_progress(root, tier, prices, jobs=1):
         def tick(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
 
-        return replay_corpus(root, tier=tier, prices=prices, progress=tick, jobs=jobs)
+        return replay_corpus(root, tier=tier, prices=prices, progress=tick, jobs=jobs, budget_usd=budget_usd)

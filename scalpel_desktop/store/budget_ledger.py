@@ -137,3 +137,16 @@ def ttl_overruns(conn: sqlite3.Connection, limit: int = 2000) -> list[tuple[floa
         if seen is not None:
             out.append(seen)
     return out
+
+
+def budget_summary(conn: sqlite3.Connection, since: float | None = None) -> dict:
+    """The risk budget as ``scalpel report`` and the dashboard show it: what the cuts banked and the bets
+    staked over the whole ledger (the balance warm cuts draw on), and since ``since``: the bets made,
+    what those that closed did not earn back (lost), how many may still be earning."""
+    saved, staked = risk_budget(conn)
+    made = bets(conn, since=since)
+    closed = [b for b in made if b.closed]
+    return {"saved_usd": saved, "staked_usd": staked, "balance_usd": saved - staked,
+            "bets": len(made), "bets_open": len(made) - len(closed),
+            "bets_lost_usd": sum(b.lost_usd for b in closed),
+            "turns_estimated": sum(b.turns_est for b in closed), "turns_earned": sum(b.turns for b in closed)}

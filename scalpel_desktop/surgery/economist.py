@@ -65,6 +65,7 @@ from scalpel_desktop.surgery.plan import (
     Plan,
     RequestShape,
     common_prefix,
+    forget_lost,
     prefix_digest,
 )
 from scalpel_desktop.surgery.budget import RiskBudget
@@ -151,6 +152,8 @@ class Economist:
         if prev is not None and prev.ended_at is not None and prev.cached_tokens:
             self._pending_gap[self._serial] = (shape.at - max(prev.sent_at, prev.ended_at), prev.ttl_s,
                                                prev.cached_tokens)
+            if len(self._pending_gap) > MAX_OVERRUNS:  # answers that never came: the oldest go
+                del self._pending_gap[next(iter(self._pending_gap))]
         kept = []
         for old in conv.models.get(shape.model, []):
             if old.expired(shape.at, margin):
@@ -194,7 +197,7 @@ class Economist:
                 elif known and mark.cached >= 0 and cache_read == mark.cached:
                     mark.confirmed = True  # the read stopped at the pin: refreshed under every reading
             if known:
-                self._forget_lost(conv, model, serial, cache_read)
+                forget_lost(conv, model, serial, cache_read)
             if saved_usd > 0:
                 conv.banked_usd += saved_usd
                 self.budget.bank(saved_usd)
@@ -213,22 +216,6 @@ class Economist:
                 if ok and cache_read is not None:
                     ms.cached_tokens = cache_read
                 return
-
-    @staticmethod
-    def _forget_lost(conv: ConversationState, model: str, serial: int, cache_read: int) -> None:
-        """A read that stopped below an entry held as surely live, in this request's own prefix, says
-        the provider lost it (and every entry after it, which hold it): none of them is pinned again
-        until a later answer confirms it. Only looked at when a read falls short (rare)."""
-        short = [m for m in conv.entries.get(model, ()) if m.serial != serial and m.confirmed
-                 and m.cached is not None and m.cached > cache_read]
-        if not short:
-            return
-        state = next((ms for ms in conv.models.get(model, []) if ms.request_serial == serial), None)
-        if state is None:
-            return
-        for m in short:
-            if m.units <= len(state.unit_hashes) and prefix_digest(state, state.unit_hashes, m.units) == m.digest:
-                m.confirmed = False
 
     def ttl_margin(self) -> float:
         """Seconds past its TTL a cache is still called live: learned from the user's own reads

@@ -201,3 +201,14 @@ def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
             return i
         lo = i + 1
     return lo
+
+
+def forget_lost(conv: "ConversationState", model: str, serial: int, cache_read: int) -> None:
+    """A read that stopped below an entry held as surely live says the provider lost it (and every
+    entry after it, which hold it): none of them is pinned again (issue 23: one such pin re-wrote
+    $0.70 more than was priced). Every mark of ``model`` ending past the read goes, whatever prefix it
+    holds: one of a history this request diverged from may have lived on, but a pin there is only
+    missed (the rewrite priced at its worst case instead), never dearer. O(marks), no digest."""
+    for m in conv.entries.get(model, ()):
+        if m.serial != serial and m.confirmed and m.cached is not None and m.cached > cache_read:
+            m.confirmed = False

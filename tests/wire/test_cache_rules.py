@@ -81,3 +81,27 @@ def test_a_shape_it_does_not_understand_does_not_raise():
     doc = body(["not a message", {"role": "user", "content": ["not a block", text(CC_5M)]}])
     assert cr.message_ttl_s("messages", doc) == 300
     assert cr.message_ttl_s("messages", {"messages": None}) == 3600
+
+
+def test_an_effort_or_context_management_change_breaks_the_message_cache_and_nothing_before_it():
+    # Claude Code 2.1.332 sends output_config (its effort) and context_management on every request
+    # (../shared/corpus/wire) and warns that switching effort re-reads the history uncached: both are
+    # settings of the message cache, for the economist's hash and for the cache model's chain.
+    import json
+
+    from scalpel_desktop.accounting.prefix_blocks import request_blocks
+    from scalpel_desktop.wire.cache_rules import MESSAGE_CACHE_SETTINGS
+    from scalpel_desktop.wire.view import regions
+    from tests.support import corpus_dir
+
+    lines = (corpus_dir("wire", "claude-code-2.1.332") / "requests.jsonl").read_text().splitlines()
+    body = next(json.loads(x)["body"] for x in lines if "output_config" in json.loads(x)["body"])
+    assert {"output_config", "context_management"} <= set(body) and set(MESSAGE_CACHE_SETTINGS) >= {
+        "tool_choice", "thinking", "output_config", "context_management"}
+    for field, value in (("output_config", {"effort": "low"}), ("context_management", {"edits": []})):
+        other = dict(body, **{field: value})
+        assert regions("messages", body)[2] != regions("messages", other)[2]  # a settings-changed break
+        a, b = request_blocks(body), request_blocks(other)
+        n_pre = len(request_blocks(dict(body, messages=[])))  # (deferred tools are not in the prefix)
+        assert [x.chain for x in a[:n_pre]] == [x.chain for x in b[:n_pre]]  # tools and system keep theirs
+        assert a[n_pre].chain != b[n_pre].chain  # every message entry is new
