@@ -11,7 +11,10 @@ a ``Runtime``; nothing else builds a proxy. A runtime:
   starts the proxy thread, writes ``dirs().runtime_file``,
 - restarts a proxy whose loop died, with backoff,
 - answers health and status, applies settings live (validated, saved),
-  runs control actions (built-ins plus those features register).
+  runs control actions (built-ins plus those features register);
+- says in its status what is off or failing and what to do (``degraded``,
+  worded by ``runtime_health`` from the live parts' own state), so no
+  frontend has to guess.
 
 Settings given on the command line or by the environment (``overrides``)
 win over the config file for this run and are never saved.
@@ -24,6 +27,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable
 
 from scalpel_desktop import __version__, clock
@@ -39,9 +43,10 @@ from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
 from scalpel_desktop.proxy import memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
+from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
-from scalpel_desktop.store.ledger_queries import today_savings_or_zero
+from scalpel_desktop.store.ledger_queries import today_savings_or_unknown
 
 log = logging.getLogger("scalpel.runtime")
 
@@ -93,6 +98,8 @@ class Runtime:
         self._restart_timer: threading.Timer | None = None
         self._backoff = BACKOFF_START_S
         self._server_started = 0.0
+        self._features_error: str | None = None  # why surgery and the tool filter were left out
+        self._spill_meter = SpillMeter(dirs().spill)
         for name, fn in (("settings", self.set_settings), ("pause", self._pause), ("resume", self._resume),
                          ("stop", self._stop_action)):
             self._actions[name] = fn
@@ -175,7 +182,9 @@ class Runtime:
         self._ledger = LedgerWriter(dirs().database)
         if self.prices is None:
             self.prices = PriceTable.load()  # once per runtime, passed down
-        stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices)
+        self._features_error = None
+        stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices,
+                                         on_features_off=self._note_features_off)
         self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
         limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
@@ -183,6 +192,9 @@ class Runtime:
         self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
         assemble.register_actions(self)
         memtrace.install_from_env(stages)  # SCALPEL_MEMTRACE=DIR only: a diagnosis (benchmarks/proxy_memory.py)
+
+    def _note_features_off(self, why: str) -> None:
+        self._features_error = why
 
     def _proxy_options(self):
         return ProxyOptions(
@@ -327,11 +339,38 @@ class Runtime:
         ledger = self._ledger
         if ledger is not None and hasattr(ledger, "enabled"):
             snap["recording"] = bool(ledger.enabled)
-        # "Today" from the ledger, since local midnight (the counters above restart with the process).
-        today = today_savings_or_zero(getattr(ledger, "path", None) or dirs().database, now)
+        # "Today" from the ledger, since local midnight (the counters above restart with the process);
+        # None (unknown), never 0, when the ledger is there and cannot be read.
+        db = Path(getattr(ledger, "path", None) or dirs().database)
+        today, today_error = today_savings_or_unknown(db, now)
         snap["requests_today"], snap["saved_tokens_today"], snap["saved_usd_today"] = (
-            today.requests, today.tokens, today.usd)
+            (today.requests, today.tokens, today.usd) if today is not None else (None, None, None))
+        snap["today_error"] = today_error
+        chain = self._pipeline
+        # Whether surgery / the tool filter act on requests now (degraded says why not).
+        live = chain is not None and not paused
+        snap["surgery_active"] = live and chain.get("surgery") is not None
+        snap["tool_filter_active"] = live and bool(snap["tool_filter"]) and chain.get("tool_filter") is not None
+        snap["order_waits"] = chain.order_waits.snapshot() if chain is not None else None
+        snap["spill_bytes"], snap["spill_max_mb"] = self._spill_meter.bytes(), int(self.setting("spill_max_mb"))
+        snap["degraded"] = [d.as_dict() for d in degraded_states(self._health_facts(snap, db, now))]
         return snap
+
+    def _health_facts(self, snap: dict[str, Any], db: Path, now: float) -> HealthFacts:
+        """The facts ``runtime_health`` words the degraded states from, read now from the live parts."""
+        ledger, chain = self._ledger, self._pipeline
+        surgery = chain.get("surgery") if chain is not None else None
+        return HealthFacts(
+            ledger_path=db, spill_dir=dirs().spill, state=self.state, last_crash=self.last_crash,
+            paused=snap["paused"], policy=str(snap["policy"]), tool_filter_asked=bool(snap["tool_filter"]),
+            recording=snap.get("recording"), recording_error=getattr(ledger, "last_error", None),
+            ledger_busy_since=getattr(ledger, "busy_since", None), ledger_pending=int(getattr(ledger, "pending", 0)),
+            features_error=self._features_error, surgery_running=chain is None or surgery is not None,
+            tool_filter_running=chain is None or chain.get("tool_filter") is not None,
+            today_error=snap["today_error"],
+            spill_problem=getattr(getattr(surgery, "surgeon", None), "spill_problem", None),
+            spill_bytes=snap["spill_bytes"], spill_max_mb=snap["spill_max_mb"],
+            order_waits=snap["order_waits"], order_wait_s=chain.order_wait_s if chain is not None else 0.0, now=now)
 
 
 def _no_userinfo(url: str) -> str:

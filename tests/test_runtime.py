@@ -138,3 +138,33 @@ def test_a_corrupt_database_still_forwards_byte_for_byte(tmp_path):
             assert "surgery" not in names and "tool_filter" not in names
         finally:
             rt.stop()
+
+
+def test_a_healthy_runtime_has_nothing_degraded_and_counts_today_from_zero(runtime):
+    st = runtime.status()
+    assert st["degraded"] == [] and st["today_error"] == ""
+    assert st["requests_today"] == 0 and st["saved_tokens_today"] == 0  # no ledger row yet: a true 0
+    assert st["surgery_active"] is True and st["tool_filter_active"] is False and st["recording"] is True
+    runtime.set_settings({"paused": True})
+    st = runtime.status()
+    assert st["surgery_active"] is False
+    assert [(d["code"], d["severity"]) for d in st["degraded"]] == [("surgery-off", "info")]
+
+
+def test_a_ledger_that_cannot_be_used_is_said_by_the_status_not_only_the_log():
+    """A folder where the ledger file should be: tests run as root, for whom `chmod a-w` on the data
+    folder stops no write, while no one (root included) can open a folder as a SQLite file."""
+    dirs().database.mkdir(parents=True)
+    rt = Runtime(Config.load(), {"anthropic_upstream": "http://127.0.0.1:9", "tool_filter": True}, port=0).start()
+    try:
+        st = ControlClient.discover().status()  # what every frontend reads, over the control API
+        assert st["recording"] is False and st["surgery_active"] is False and st["tool_filter_active"] is False
+        assert st["tool_filter"] is True  # asked on: said as off, not as on
+        assert (st["requests_today"], st["saved_tokens_today"], st["saved_usd_today"]) == (None, None, None)
+        assert st["today_error"]
+        by_code = {d["code"]: d for d in st["degraded"]}
+        assert {"ledger-unreadable", "recording-off", "surgery-off", "tool-filter-off"} <= set(by_code)
+        assert all(by_code[c]["severity"] == "fail" for c in by_code)
+        assert "is a folder" in by_code["ledger-unreadable"]["fix"]
+    finally:
+        rt.stop()

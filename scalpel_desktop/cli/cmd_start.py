@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "status",
         help="Show whether the proxy runs, and its counts.",
         description="Show whether the proxy is running: port, pid, uptime, requests, tokens, errors, "
-        "and today's realized saving (the ledger's, since local midnight). "
+        "today's realized saving (the ledger's, since local midnight; unknown when the ledger cannot be read), "
+        "what acts on requests now (surgery, the tool filter, recording) and every degraded state with its fix. "
         f"Exit status 0 when running, {NOT_RUNNING_STATUS} when not.",
     )
     s.add_argument("--json", action="store_true", help="Machine-readable output (running, port, pid, requests, ...).")
@@ -169,6 +170,9 @@ def _print_banner(rt) -> None:
     print(f"  Anthropic clients (Claude Code): export ANTHROPIC_BASE_URL={base}")
     print(f"  OpenAI clients:                  export OPENAI_BASE_URL={base}/openai/v1")
     print(f"  upstreams: anthropic -> {rt.status()['anthropic_upstream']}, openai -> {rt.status()['openai_upstream']}")
+    failing = [d["label"] for d in rt.status()["degraded"] if d["severity"] == "fail"]
+    if failing:
+        print(f"  DEGRADED: {', '.join(failing)} (`scalpel status` says why, `scalpel doctor` what to do)")
     paused = " (paused: pass-through)" if rt.setting("paused") else ""
     print(f"  Ctrl-C or `scalpel stop` stops it.{paused}", flush=True)
 
@@ -189,17 +193,32 @@ def _uptime(seconds: float) -> str:
 
 
 def saved_today(st: dict) -> str:
-    """Today's realized saving from a status snapshot (the ledger's, since local midnight)."""
-    return f"{int(st.get('saved_tokens_today') or 0):,} tokens (${float(st.get('saved_usd_today') or 0.0):,.2f})"
+    """Today's realized saving from a status snapshot (the ledger's, since local midnight);
+    "unknown" when the proxy could not read the ledger (never a 0 that is not one)."""
+    from scalpel_desktop.cli.degraded import today_figure
+
+    return today_figure(st)
 
 
 def status_line(st: dict) -> str:
     state = st.get("state", "?")
+    failing = [d for d in st.get("degraded") or [] if d.get("severity") == "fail"]
     return (
         f"{state} · up {_uptime(st.get('uptime_s') or 0)} · requests {st.get('requests', 0)}"
         f" · tokens in {_tokens(st.get('tokens_in', 0))} out {_tokens(st.get('tokens_out', 0))}"
         f" · errors {st.get('errors', 0)} · saved today {saved_today(st)}"
+        + (f" · {len(failing)} degraded (scalpel status)" if failing else "")
     )
+
+
+def _feature_words(st: dict) -> str:
+    """``surgery on   tool filter off``: what acts on requests now, not only what the settings ask."""
+    surgery = "on" if st.get("surgery_active", True) else "OFF"
+    if st.get("tool_filter") and not st.get("tool_filter_active", True):
+        tool_filter = "OFF (asked on)"
+    else:
+        tool_filter = "on" if st.get("tool_filter") else "off"
+    return f"surgery {surgery}   tool filter {tool_filter}"
 
 
 # -- controls --------------------------------------------------------------------
@@ -228,15 +247,22 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
+    from scalpel_desktop.cli.degraded import hanging, print_degraded
+    from scalpel_desktop.textable import terminal_width
+
+    today = st.get("requests_today")
     print(f"scalpel is running on http://127.0.0.1:{st.get('port')} (pid {st.get('pid')}), up {_uptime(st.get('uptime_s') or 0)}")
-    print(f"  state     {st.get('state')}   tier {st.get('tier')}   policy {st.get('policy')}   tool filter {'on' if st.get('tool_filter') else 'off'}")
-    print(f"  requests  {st.get('requests', 0)} since start ({st.get('requests_today', 0):,} today), errors {st.get('errors', 0)}")
+    print(f"  state     {st.get('state')}   tier {st.get('tier')}   policy {st.get('policy')}")
+    print(f"  acting    {_feature_words(st)}   recording {'OFF' if st.get('recording') is False else 'on'}")
+    print(f"  requests  {st.get('requests', 0)} since start ({'unknown' if today is None else f'{today:,}'} today), "
+          f"errors {st.get('errors', 0)}")
     print(f"  tokens    in {_tokens(st.get('tokens_in', 0))}, out {_tokens(st.get('tokens_out', 0))}")
     print(f"  saved     {saved_today(st)} today (since local midnight)")
+    width = terminal_width()
     if st.get("last_error"):
-        print(f"  last error: {st['last_error']}")
-    if st.get("recording") is False:
-        print("  recording is OFF (the ledger could not be written; see the log)")
+        for line in hanging("  last error: ", str(st["last_error"]), width):
+            print(line)
+    print_degraded(st.get("degraded") or [], width)
     return 0
 
 

@@ -100,6 +100,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
         if answer.get("version") != __version__:
             out.append(Check("proxy version", "warn", f"the running proxy is {answer.get('version')}, this command is {__version__}",
                              "restart it: `scalpel stop && scalpel start` (or `scalpel autopilot on` again)"))
+        out.extend(_running_proxy_checks(port))
     else:
         free = _port_free(port)
         out.append(Check("proxy", "info" if not state.get("enabled") else "fail",
@@ -108,6 +109,9 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
         out.append(Check("port", "ok" if free else "fail",
                          f"127.0.0.1:{port} is {'free' if free else 'taken by another program'}",
                          "" if free else "free the port or choose another: `scalpel config set port N`"))
+        from scalpel_desktop.cli.degraded import ledger_check_offline
+
+        out.append(Check(*ledger_check_offline()))
     settings = ClaudeSettings()
     where = home_relative(settings.path)
     url = None
@@ -144,7 +148,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     hs = hooks.status(settings)
     n = sum(hs.installed.values())
     if n == len(hs.installed):
-        out.append(Check("hooks", "ok", f"PreToolUse, PostToolUse, SessionStart installed in {where}"))
+        out.append(Check("hooks", "ok", f"{', '.join(hs.installed)} installed in {where}"))
     elif n:
         missing = ", ".join(k for k, v in hs.installed.items() if not v)
         out.append(Check("hooks", "warn", f"partly installed (missing: {missing})", "`scalpel hooks install`"))
@@ -168,6 +172,19 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
     if sys.platform.startswith("linux"):
         out.append(_tray_check())
     return out
+
+
+def _running_proxy_checks(port: int) -> list[Check]:
+    """What the running proxy itself says is off or failing (its status's ``degraded``)."""
+    from scalpel_desktop.cli.degraded import degraded_checks
+    from scalpel_desktop.control_client import ControlClient, ControlError
+
+    try:
+        status = ControlClient(port, timeout=5.0).status()
+    except ControlError as e:
+        return [Check("proxy status", "fail", f"the proxy answers but not its status: {e}",
+                      "see the log; restart it: `scalpel stop && scalpel start`")]
+    return [Check(*c) for c in degraded_checks(status)]
 
 
 def _shell_base_url(port: int, proxy_answers: bool, settings_url: object, where: str) -> list[Check]:

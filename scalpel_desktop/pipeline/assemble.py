@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.config import setting
@@ -44,7 +44,10 @@ log = logging.getLogger("scalpel.pipeline")
 
 
 def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
-                   spill_dir: Any = None, prices: PriceTable | None = None) -> list[Stage]:
+                   spill_dir: Any = None, prices: PriceTable | None = None,
+                   on_features_off: Callable[[str], None] | None = None) -> list[Stage]:
+    """``on_features_off(why)`` is told when the database cannot be used and the tool filter and
+    surgery are left out (the runtime's status says so, not only the log)."""
     if prices is None:
         prices = PriceTable.load()
     db_path = db_path or dirs().database
@@ -64,6 +67,8 @@ def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
         log.warning("database %s cannot be used (%s): tool filter and surgery are off, "
                     "requests are forwarded unchanged", db_path, e)
         features, borrow = [], None
+        if on_features_off is not None:
+            on_features_off(f"{type(e).__name__}: {e}")
     return [
         ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB, borrow=borrow),
         Identify(),

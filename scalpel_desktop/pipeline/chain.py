@@ -16,7 +16,10 @@ before the stages that keep per-conversation state (everything after
 parse-reuse and identify), until every completion answered before it has run
 (``order_wait_s`` at most; past it, it goes on and says so in the log): it
 sees the analysis's state exactly as if the completion had been awaited.
-Other conversations never wait for it.
+Other conversations never wait for it. ``order_waits`` counts the requests
+that waited and those that gave up at the bound, so the runtime's status can
+say so (a wait past the bound means a request went on without the analysis
+of the one before: a degraded state, not only a log line).
 
 A large first sighting that no stage would change skips all of that: it goes
 out before any stage looks, and its completion runs their ``on_request`` too
@@ -43,11 +46,36 @@ _BEFORE_ORDER = ("parse-reuse", "identify")
 ORDER_WAIT_S = 10.0
 
 
+class OrderWaits:
+    """Requests that waited for their conversation's earlier completions, since the chain was built."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.waited = 0  # requests that found an earlier completion still running and waited for it
+        self.longest_s = 0.0
+        self.timed_out = 0  # of those, the ones that went on at ``order_wait_s`` without it
+        self.last_timeout_at: float | None = None  # time.time() of the latest
+
+    def record(self, waited_s: float, timed_out: bool) -> None:
+        with self._lock:
+            self.waited += 1
+            self.longest_s = max(self.longest_s, waited_s)
+            if timed_out:
+                self.timed_out += 1
+                self.last_timeout_at = time.time()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"waited": self.waited, "longest_s": round(self.longest_s, 3), "timed_out": self.timed_out,
+                    "last_timeout_at": self.last_timeout_at}
+
+
 class Chain:
     def __init__(self, stages: Sequence[Stage], paused: Callable[[], bool] = lambda: False):
         self.stages = list(stages)
         self.paused = paused
         self.order_wait_s = ORDER_WAIT_S
+        self.order_waits = OrderWaits()
         # A first sighting this large that no stage would change goes out before any stage looks
         # (``pipeline/lane.py``); None: never.
         self.lane_min_bytes: int | None = LANE_MIN_BYTES
@@ -155,13 +183,18 @@ class Chain:
         if key is None:
             return
         with self._pending_lock:
-            earlier = list(self._pending.get(key, ()))
-        deadline = time.monotonic() + self.order_wait_s
+            earlier = [done for done in self._pending.get(key, ()) if not done.is_set()]
+        if not earlier:
+            return
+        started = time.monotonic()
+        deadline = started + self.order_wait_s
         for done in earlier:
             if not done.wait(max(0.0, deadline - time.monotonic())):
+                self.order_waits.record(time.monotonic() - started, timed_out=True)
                 log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s; "
                             "going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
                 return
+        self.order_waits.record(time.monotonic() - started, timed_out=False)
 
 
 def _order_key(ex: Exchange) -> Hashable | None:

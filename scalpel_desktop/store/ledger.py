@@ -7,7 +7,8 @@ the SQLite connection and writes rows in small batches.
 A database that cannot be written (locked past the busy timeout, read-only,
 corrupt, disk full, a directory that cannot be created) turns recording off:
 one warning is logged, ``enabled`` becomes False, ``last_error`` says why, and
-every later ``submit`` is a cheap no-op. Forwarding is never affected. A full
+every later ``submit`` is a cheap no-op. While a busy database is retried,
+``busy_since`` says since when (the runtime shows it as "ledger locked"). Forwarding is never affected. A full
 queue (the disk far slower than the traffic) drops the row and counts it.
 """
 
@@ -48,6 +49,9 @@ class LedgerWriter:
         self.last_error: str | None = None
         self.written = 0
         self.dropped = 0
+        #: time.time() since which the database has been busy or locked by another program, while
+        #: the writer retries (None when not): the runtime's status says "ledger locked" meanwhile.
+        self.busy_since: float | None = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._batch_size = batch_size
         self._busy_timeout_s = busy_timeout_s
@@ -106,12 +110,20 @@ class LedgerWriter:
             pass
         self._thread.join(timeout)
 
+    @property
+    def pending(self) -> int:
+        """Rows queued and not written yet."""
+        with self._lock:
+            return self._pending
+
     def status(self) -> dict[str, Any]:
         return {
             "enabled": self.enabled,
             "path": str(self.path),
             "written": self.written,
             "dropped": self.dropped,
+            "pending": self.pending,
+            "busy_since": self.busy_since,
             "last_error": self.last_error,
         }
 
@@ -207,17 +219,22 @@ class LedgerWriter:
         """Run ``step``; a busy or locked database (another writer holding the lock
         past the busy timeout: the tool inventory and the surgery log share this
         file) is retried with backoff before recording is turned off."""
-        for delay in self._retry_delays_s:
+        try:
+            for delay in self._retry_delays_s:
+                try:
+                    return step()
+                except sqlite3.OperationalError as e:
+                    if self.busy_since is None:  # the try that just failed waited the busy timeout first
+                        self.busy_since = time.time() - self._busy_timeout_s
+                    log.info("ledger busy (%s); retrying in %.1f s", e, delay)
+                    time.sleep(delay)
             try:
                 return step()
             except sqlite3.OperationalError as e:
-                log.info("ledger busy (%s); retrying in %.1f s", e, delay)
-                time.sleep(delay)
-        try:
-            return step()
-        except sqlite3.OperationalError as e:
-            self._disable(e)
-            return None
+                self._disable(e)
+                return None
+        finally:
+            self.busy_since = None
 
     def _disable(self, e: BaseException) -> None:
         if not self.enabled:

@@ -85,6 +85,10 @@ def _same_cut(previous: ConversationView, tid: str, rec: CutRecord) -> bool:
     return content is not None and content_sha(content)[1] == rec.stub_sha256
 
 
+class SpillSlow(SpillError):
+    """A spill not on disk within the request's bound: the disk is slow, not failing."""
+
+
 class Surgeon:
     def __init__(self, spill: SpillStore, cutlog: CutLog, wait_s: Callable[[], float] | None = None):
         """``wait_s``: how long a request may wait for a spill or the cut log (the proxy's
@@ -96,6 +100,10 @@ class Surgeon:
         self._deadline: float | None = None  # of the current cut's writes (spill, then log)
         self._display_dir = spill_display_dir(spill.dir)
         self._pending: list[Cut] = []
+        #: Why the latest spill write failed on the disk itself (full, read-only, ...), cleared by
+        #: the next spill that lands; a write that was only slow does not count. The runtime's
+        #: status shows it: no spill, no cut, so while it is set nothing new is cut.
+        self.spill_problem: str | None = None
 
     def _bound(self) -> float | None:
         """What is left of this request's write budget: the spill and the log share one bound
@@ -118,10 +126,10 @@ class Surgeon:
         if bound is None or not contents:
             return self.spill.put_many(contents)
         if self.spill_worker.busy:  # an earlier spill still has the disk: do not queue behind it
-            return [SpillError("the spill dir is still busy with an earlier write")] * len(contents)
+            return [SpillSlow("the spill dir is still busy with an earlier write")] * len(contents)
         job = self.spill_worker.call(lambda: self.spill.put_many(contents), bound)
         if not job.done:
-            return [SpillError(f"spill not on disk within {bound * 1000:.0f} ms")] * len(contents)
+            return [SpillSlow(f"spill not on disk within {bound * 1000:.0f} ms")] * len(contents)
         if job.error is not None:
             return [job.error] * len(contents)
         return job.result
@@ -207,6 +215,11 @@ class Surgeon:
             )
         if failed:
             log.warning("spill failed for %d result(s) (%s ...), not cut: %s", len(failed), failed[0][0], failed[0][1])
+        disk = [e for _, e in failed if not isinstance(e, SpillSlow)]
+        if disk:
+            self.spill_problem = str(disk[0])
+        elif done:
+            self.spill_problem = None
         self._pending.extend(done)
         return done
 

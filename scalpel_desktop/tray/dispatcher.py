@@ -83,11 +83,15 @@ class Dispatcher:
         s.policy = str(snap.get("policy") or s.policy)
         s.tool_filter = bool(snap.get("tool_filter"))
         s.port = snap.get("port")
-        s.requests_today = int(snap.get("requests_today") or 0)
-        s.saved_tokens_today = int(snap.get("saved_tokens_today") or 0)
-        s.saved_usd_today = float(snap.get("saved_usd_today") or 0.0)
+        # None stays None: the proxy could not read the ledger, so today's figures are unknown, not 0.
+        s.requests_today = _or_none(int, snap.get("requests_today"))
+        s.saved_tokens_today = _or_none(int, snap.get("saved_tokens_today"))
+        s.saved_usd_today = _or_none(float, snap.get("saved_usd_today"))
+        s.problems = [(str(d.get("label") or d.get("code")), str(d.get("reason") or ""))
+                      for d in snap.get("degraded") or [] if isinstance(d, dict) and d.get("severity") in ("fail", "warn")]
         state = snap.get("state")
-        if state == "error":
+        failing = any(isinstance(d, dict) and d.get("severity") == "fail" for d in snap.get("degraded") or [])
+        if state == "error" or (s.running and failing):  # a feature off shows on the icon itself
             s.icon = "error"
         elif not s.running:
             s.icon = "off"
@@ -146,6 +150,16 @@ class Dispatcher:
             self._open_data_folder()
         elif command == "quit":
             self.on_quit()
+
+
+def _or_none(kind: Callable[[Any], Any], value: Any) -> Any:
+    """``kind(value)``; None for None (an unknown figure); 0 for anything unreadable."""
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        return kind(0)
 
 
 def _default_open_dashboard() -> str | None:

@@ -14,7 +14,7 @@ Commands::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 COMMANDS = (
@@ -36,10 +36,13 @@ class TrayState:
     policy: str = "cold"
     tool_filter: bool = False
     port: int | None = None
-    saved_tokens_today: int = 0
-    saved_usd_today: float = 0.0
-    requests_today: int = 0
+    saved_tokens_today: int | None = 0  # these three: None when the proxy could not read the ledger
+    saved_usd_today: float | None = 0.0
+    requests_today: int | None = 0
     message: str = ""  # last error from the dispatcher, shown in the status line
+    #: The proxy's own degraded states that need a look (status ``degraded``, fail and warn only:
+    #: a pause or ``policy off`` is the user's choice and shows as such), as (label, reason).
+    problems: list[tuple[str, str]] = field(default_factory=list)
 
     def status_line(self) -> str:
         if self.message:
@@ -50,14 +53,26 @@ class TrayState:
         return f"scalpel {what} on :{self.port} - saved {self.saved_today()} today"
 
     def saved_today(self) -> str:
-        """Today's realized saving, e.g. ``12,345 tokens ($0.05)``."""
+        """Today's realized saving, e.g. ``12,345 tokens ($0.05)``; "unknown" when the ledger cannot be read."""
+        if self.saved_tokens_today is None or self.saved_usd_today is None:
+            return "unknown"
         return f"{self.saved_tokens_today:,} tokens (${self.saved_usd_today:,.2f})"
+
+    def problems_line(self) -> str:
+        """The menu's warning line, e.g. ``Degraded: recording off, surgery off (scalpel doctor)``; "" when none."""
+        if not self.running or not self.problems:
+            return ""
+        return f"Degraded: {', '.join(label for label, _ in self.problems)} (scalpel doctor)"
 
     def tooltip(self) -> str:
         if not self.running:
             return "scalpel-desktop: proxy off"
         what = "paused" if self.paused else "active"
-        return f"scalpel-desktop ({what}): saved {self.saved_today()} today, {self.requests_today:,} requests"
+        requests = "unknown" if self.requests_today is None else f"{self.requests_today:,}"
+        tip = f"scalpel-desktop ({what}): saved {self.saved_today()} today, {requests} requests"
+        if self.problems:
+            tip += f"; DEGRADED: {', '.join(label for label, _ in self.problems)}"
+        return tip
 
 
 @dataclass(frozen=True)
@@ -71,12 +86,14 @@ class Entry:
     default: bool = False
     enabled: Callable[[TrayState], bool] | None = None
     separator: bool = False
+    visible: Callable[[TrayState], bool] | None = None
 
 
 def entries() -> list[Entry]:
     running = lambda s: s.running  # noqa: E731
     return [
         Entry(lambda s: s.status_line()),
+        Entry(lambda s: s.problems_line(), visible=lambda s: bool(s.problems_line())),
         Entry("", separator=True),
         Entry(lambda s: "Resume" if s.paused else "Pause", "toggle_pause", default=True, enabled=running),
         Entry("On (autopilot at login)", "toggle_autopilot", checked=lambda s: s.autopilot),
@@ -106,7 +123,8 @@ def build_pystray_menu(pystray: Any, state: Callable[[], TrayState], emit: Calla
             continue
         text = e.text if isinstance(e.text, str) else (lambda item, f=e.text: f(state()))
         if e.command is None:
-            items.append(pystray.MenuItem(text, None, enabled=False))
+            shown = True if e.visible is None else (lambda item, f=e.visible: bool(f(state())))
+            items.append(pystray.MenuItem(text, None, enabled=False, visible=shown))
             continue
         kwargs: dict[str, Any] = {"default": e.default, "radio": e.radio}
         if e.checked is not None:

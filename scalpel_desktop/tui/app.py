@@ -24,9 +24,10 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane, Tabs
 
 from scalpel_desktop.tui import data, inventory
 from scalpel_desktop.tui.messages import (
-    ActionDone, ControlRequested, DecisionsLoaded, LoadFailed, ProxyPolled, ReloadRequested, SavingsLoaded,
-    SessionsLoaded, ToolsLoaded, UsageLoaded,
+    ActionDone, ControlRequested, DecisionsLoaded, LedgerReadable, LoadFailed, ProxyPolled, ReloadRequested,
+    SavingsLoaded, SessionsLoaded, ToolsLoaded, UsageLoaded,
 )
+from scalpel_desktop.tui.notice import notice
 from scalpel_desktop.tui.proxy import ProxyLink, ProxyState, saved_settings
 from scalpel_desktop.tui.screens.decisions import DecisionsView
 from scalpel_desktop.tui.screens.savings import SavingsView
@@ -75,11 +76,13 @@ class Dashboard(App):
         self.proxy_state: ProxyState | None = None
         self._versions: dict[str, data.LedgerVersion] = {}
         self._prices: Any = None
+        self.ledger_error = ""  # why the dashboard's last ledger read failed ("" when it did not)
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static("Checking for a running proxy…", id="proxy-bar")
+        yield Static("", id="notice")  # what is off or failing (tui/notice.py); hidden when nothing is
         with TabbedContent(initial="sessions", id="tabs"):
             for i, (pane, label, view) in enumerate(PANES, 1):
                 with TabPane(f"{i} {label}", id=pane):
@@ -137,19 +140,24 @@ class Dashboard(App):
         try:
             conn = data.open_ledger(self.db_path)
         except sqlite3.Error as e:
+            self._versions.pop(pane, None)
             self.post_message(LoadFailed(pane, f"{type(e).__name__}: {e}"))
             return
         try:
             if conn is None:
                 self._versions.pop(pane, None)
                 self.post_message(self._empty(pane, now))
+                self.post_message(LedgerReadable(pane))
                 return
             version = data.ledger_version(conn)
             if not force and self._versions.get(pane) == version:
+                self.post_message(LedgerReadable(pane))
                 return
             self.post_message(self._read(pane, conn, now))
             self._versions[pane] = version
+            self.post_message(LedgerReadable(pane))
         except sqlite3.Error as e:
+            self._versions.pop(pane, None)  # read again next time, whatever the version then
             self.post_message(LoadFailed(pane, f"{type(e).__name__}: {e}"))
         finally:
             if conn is not None:
@@ -171,10 +179,12 @@ class Dashboard(App):
             return DecisionsLoaded(data.load_decisions(conn, now, include_unchanged=include, spill_dir=dirs().spill))
         return ToolsLoaded(inventory.load_tools(conn, now, tool_filter=self._tool_filter(), prices=self._price_table()))
 
-    def _empty(self, pane: str, now: float) -> Any:
+    def _empty(self, pane: str, now: float, why: str = "") -> Any:
         from scalpel_desktop.paths import home_relative
 
-        why = f"no ledger at {home_relative(self.db_path)} (it appears with the proxy's first request)"
+        if pane not in LEDGER_PANES:
+            return None
+        why = why or f"no ledger at {home_relative(self.db_path)} (it appears with the proxy's first request)"
         return {"sessions": lambda: SessionsLoaded(data.SessionsData(now, missing=why)),
                 "savings": lambda: SavingsLoaded(data.SavingsData(now, missing=why)),
                 "decisions": lambda: DecisionsLoaded(data.DecisionsData(now, missing=why)),
@@ -208,6 +218,7 @@ class Dashboard(App):
         before = self.proxy_state
         state = self.proxy_state = message.state
         self.query_one("#proxy-bar", Static).update(proxy_bar(state, self.refresh_s))
+        self._show_notice()
         self.view("tools").show_proxy(state)
         self.view("settings").show_proxy(state, self.clock())
         if before is not None and before.running != state.running:
@@ -234,7 +245,28 @@ class Dashboard(App):
             self.view("usage").show(message.data)
 
     def on_load_failed(self, message: LoadFailed) -> None:
-        self.notify(f"Reading the ledger failed ({message.pane}): {message.error}", severity="error")
+        """One notice that stays while the ledger cannot be read (not a toast per refresh); the pane
+        says its figures are unknown rather than keep showing what no longer holds."""
+        if self._gone():
+            return
+        self.ledger_error = message.error
+        self._show_notice()
+        why = f"the ledger cannot be read ({message.error}), so its figures (today's too) are unknown"
+        failed = self._empty(message.pane, self.clock(), why=why)
+        if failed is not None:
+            self.post_message(failed)
+
+    def on_ledger_readable(self, message: LedgerReadable) -> None:
+        if self.ledger_error and not self._gone():
+            self.ledger_error = ""
+            self._show_notice()
+
+    def _show_notice(self) -> None:
+        line, details = notice(self.proxy_state, self.ledger_error)
+        bar = self.query_one("#notice", Static)
+        bar.update(line or "")
+        bar.tooltip = details or None
+        bar.display = line is not None
 
     def on_reload_requested(self, message: ReloadRequested) -> None:
         self.load_pane(message.pane, force=True)
@@ -265,11 +297,20 @@ def proxy_bar(state: ProxyState, refresh_s: float) -> Text:
         return Text.assemble(("○ no proxy running", "bold yellow"), " — figures from the ledger file; toggles "
                              "disabled (start one with `scalpel start` or the tray)")
     paused = bool(s.get("paused"))
+    st = state.status  # what acts on requests now, from the proxy itself, not what the settings ask
+    if paused:
+        acting = ("PAUSED (pass-through)", "bold yellow")
+    else:
+        acting = ("cutting", "green") if st.get("surgery_active", True) else ("surgery OFF", "bold red")
+    if s.get("tool_filter") and not st.get("tool_filter_active", True) and not paused:
+        tool_filter = ("OFF (asked on)", "bold red")
+    else:
+        tool_filter = ("on" if s.get("tool_filter") else "off", "")
     return Text.assemble(
         ("● proxy running", "bold green"), f" on 127.0.0.1:{state.port}",
-        ("  ·  ", "dim"), ("PAUSED (pass-through)", "bold yellow") if paused else ("cutting", "green"),
+        ("  ·  ", "dim"), acting,
         ("  ·  tier ", "dim"), str(s.get("tier")), ("  ·  policy ", "dim"), str(s.get("policy")),
-        ("  ·  tool filter ", "dim"), "on" if s.get("tool_filter") else "off",
+        ("  ·  tool filter ", "dim"), tool_filter,
         ("  ·  live, every ", "dim"), (f"{refresh_s:g} s", "dim"))
 
 

@@ -78,6 +78,13 @@ class LoadFailed(Message):
 
 
 @dataclass
+class LedgerReadable(Message):
+    """A pane's read of the ledger succeeded: a notice about an unreadable ledger can go."""
+
+    pane: str
+
+
+@dataclass
 class ControlRequested(Message):
     """A screen asks for a control action: ``what`` is the words shown to the user."""
 

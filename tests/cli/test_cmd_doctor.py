@@ -67,6 +67,7 @@ def test_doctor_reports_the_tray_as_the_tray_itself_would_choose(isolated_home, 
     if not sys.platform.startswith("linux"):
         return
     monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.setattr(host, "session_bus_problem", lambda: None)
     monkeypatch.setattr(host, "sni_watcher_running", lambda: False)
     monkeypatch.setattr(host, "xembed_tray_running", lambda: True)
     for available, status, words in ((False, "warn", "pip install 'scalpel-desktop[gtk]'"), (True, "ok", "gtk backend")):
@@ -158,3 +159,68 @@ def test_doctor_says_settings_wins_only_when_settings_sets_the_url(isolated_home
     rc, checks = _doctor(capsys)
     env = checks["environment"]
     assert env["status"] == "info" and "https://gateway.example.com, which wins inside Claude Code" in env["fix"]
+
+
+def _cli(*args: str):
+    """``scalpel ARGS`` as its own process (as a user runs it, stdout piped)."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "scalpel_desktop", *args], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ))
+
+
+def test_a_proxy_whose_ledger_cannot_be_used_fails_doctor_and_says_so_in_status(isolated_home):
+    """Issue 26's read-only ledger folder, made so a root test run meets it too: as root, `chmod a-w`
+    stops no write, so a folder sits where the ledger file should be (no one can open a folder as a
+    SQLite file). A real `scalpel start` process; doctor and status read it over the control API."""
+    import subprocess
+    import sys
+
+    from scalpel_desktop.paths import dirs
+    from tests.support import free_port
+
+    assert _cli("config", "set", "tool_filter", "true").returncode == 0
+    dirs().database.mkdir(parents=True)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "scalpel_desktop", "start", "--port", str(port),
+                             "--anthropic-upstream", "http://127.0.0.1:9"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "listening" in proc.stdout.readline()
+        doctor = _cli("doctor", "--json")
+        assert doctor.returncode == 1, doctor.stdout
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+        for name, words in (("recording", "recording is off"), ("surgery", "surgery is off"),
+                            ("tool filter", "not running"), ("ledger", "cannot be read")):
+            assert checks[name]["status"] == "fail" and words in checks[name]["detail"], checks[name]
+        assert "is a folder" in checks["ledger"]["fix"]
+
+        text = _cli("doctor")  # piped: one whole line per check, and no "All good."
+        assert text.returncode == 1 and "All good." not in text.stdout
+        assert "check(s) failed: ledger, recording, surgery, tool filter" in text.stdout
+        assert any(line.startswith("[FAIL] tool filter") and "not running" in line for line in text.stdout.splitlines())
+
+        status = json.loads(_cli("status", "--json").stdout)
+        assert {"recording-off", "surgery-off", "tool-filter-off"} <= {d["code"] for d in status["degraded"]}
+        assert status["saved_tokens_today"] is None
+        shown = _cli("status").stdout
+        assert "unknown today" in shown and "tool filter OFF (asked on)" in shown and "surgery OFF" in shown
+        assert "degraded  4 failing" in shown
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def test_doctor_names_a_garbage_ledger_before_any_proxy_runs(isolated_home, capsys):
+    from scalpel_desktop.paths import dirs
+
+    dirs().database.parent.mkdir(parents=True)
+    dirs().database.write_bytes(b"not a database, " * 512)
+    rc, checks = _doctor(capsys)
+    assert rc == 1 and checks["ledger"]["status"] == "fail"
+    assert "not a database" in checks["ledger"]["detail"] and "mv " in checks["ledger"]["fix"]
+    dirs().database.unlink()
+    rc, checks = _doctor(capsys)
+    assert rc == 0 and checks["ledger"]["status"] == "info"  # no ledger yet is no fault

@@ -185,3 +185,24 @@ def test_stop_with_autopilot_on_refuses_and_names_the_command_that_does(process_
     finally:
         autopilot.off()
     assert health(port) is None
+
+
+def test_status_names_a_garbage_ledger_and_says_today_is_unknown(capsys):
+    """Issue 25: with a garbage ledger, `status` said only "recording is OFF" and today's figures read 0."""
+    from scalpel_desktop.cli import main
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.runtime import Runtime
+
+    dirs().database.parent.mkdir(parents=True, exist_ok=True)
+    dirs().database.write_bytes(b"not a database, " * 512)
+    rt = Runtime(Config.load(), {"anthropic_upstream": "http://127.0.0.1:9"}, port=0).start()
+    try:
+        assert main(["status"]) == 0
+        out = capsys.readouterr().out
+    finally:
+        rt.stop()
+    assert "file is not a database" in out and "cannot be read" in out
+    assert "saved     unknown today" in out and "(unknown today)" in out and "0 tokens" not in out
+    assert "recording OFF" in out and "surgery OFF" in out
+    assert "fix: move the broken file aside" in out

@@ -50,11 +50,13 @@ def test_without_a_usable_database_requests_pass_unchanged_and_are_still_recorde
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     ledger = Rows()
+    told: list[str] = []
     with caplog.at_level(logging.WARNING, logger="scalpel.pipeline"):
         stages = assemble.default_stages(Config.load(), ledger=ledger, db_path=blocker / "l.sqlite3",
-                                         spill_dir=tmp_path / "s", prices=PRICES)
+                                         spill_dir=tmp_path / "s", prices=PRICES, on_features_off=told.append)
     assert names(stages) == ["parse-reuse", "identify", "calibrate", "record"]
     assert "tool filter and surgery are off" in caplog.text and str(blocker / "l.sqlite3") in caplog.text
+    assert len(told) == 1 and told[0].split(": ", 1)[1] in caplog.text  # the runtime's status says the log's why
     body = dumps({"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]})
     ex = Chain(stages).process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", {}, body, 0.0))
     assert ex.body_to_send() == body and ex.model == "claude-sonnet-4-5"

@@ -76,6 +76,8 @@ def test_the_next_request_of_a_conversation_sees_the_completion_of_the_one_befor
     # ... and when it did, it saw the state A's completion left
     assert stage.seen.index(("response", "A", 1)) < stage.seen.index(("request", "A", 1))
     assert chain._pending == {}
+    waits = chain.order_waits.snapshot()  # what the runtime's status reads
+    assert (waits["waited"], waits["timed_out"]) == (1, 0)  # A's next waited; B never did
 
 
 def test_a_request_without_a_pending_completion_never_waits():
@@ -86,6 +88,7 @@ def test_a_request_without_a_pending_completion_never_waits():
     chain.complete(ex, ResponseResult(200, None, 1.0, 2.0, 0.0))  # completed without ``answered``: nothing pending
     chain.process(req("A", "again"))
     assert [e[0] for e in stage.seen] == ["request", "response", "request"]
+    assert chain.order_waits.snapshot()["waited"] == 0
 
 
 def test_a_completion_that_never_ends_delays_its_conversation_only_for_the_bound():
@@ -94,8 +97,11 @@ def test_a_completion_that_never_ends_delays_its_conversation_only_for_the_bound
     chain.order_wait_s = 0.05
     first = chain.process(req("A"))
     chain.answered(first)  # its completion never runs
-    ex = chain.process(req("A", "again"))  # goes on after the bound (and logs it)
+    ex = chain.process(req("A", "again"))  # goes on after the bound (and logs it, and counts it)
     assert ex.key.session_id == "A" and stage.seen[-1] == ("request", "A", 0)
+    waits = chain.order_waits.snapshot()
+    assert (waits["waited"], waits["timed_out"]) == (1, 1) and waits["last_timeout_at"] is not None
+    assert waits["longest_s"] >= chain.order_wait_s
 
 
 def test_a_body_that_is_not_json_is_not_ordered():

@@ -210,3 +210,25 @@ def test_a_briefly_locked_database_is_retried_not_turned_off(tmp_path, caplog):
         holder.close()
     assert count(path) == 1
     assert warnings_of(caplog) == []
+
+
+def test_while_a_lock_is_retried_the_writer_says_since_when_and_what_waits(tmp_path):
+    """The runtime's status reads ``busy_since`` and ``pending`` to say "ledger locked" while it lasts."""
+    import time
+
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    w = LedgerWriter(path, busy_timeout_s=0.05, retry_delays_s=(0.2,) * 50)  # retries for ~10 s at most
+    assert w.flush(timeout=30) and w.busy_since is None
+    before = time.time()
+    with held_write_lock(path):
+        assert w.submit(row(1)) and w.submit(row(2))
+        deadline = time.monotonic() + 10
+        while w.busy_since is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert w.busy_since is not None and w.busy_since >= before - 0.05  # since the first try, not its error
+        assert w.pending == 2 and w.status()["busy_since"] == w.busy_since
+    assert w.flush(timeout=30)
+    assert w.busy_since is None and w.pending == 0 and w.enabled
+    w.close()
+    assert count(path) == 2

@@ -220,3 +220,31 @@ def test_reapply_adopting_the_previous_view_gives_the_same_bytes():
     assert v2.result(cuts[1].tool_use_id).content == view_for("messages", jsoncodec.loads(raw2)).result(cuts[1].tool_use_id).content
     # the adopted unit is shared with the previous rewrite, the original documents are untouched
     assert jsoncodec.dumps(p1.doc) == raw1
+
+
+def test_a_spill_the_disk_refuses_is_remembered_until_one_lands(tmp_path):
+    """What the runtime's status says as "spill failing" (no spill, no cut). A file where the spill
+    folder should be: refused even to root, unlike a folder made read-only with chmod."""
+    spill_dir = tmp_path / "spill"
+    spill_dir.write_text("not a folder")
+    b, _ = builder()
+    v = view_for("messages", b.body())
+    surgeon = Surgeon(SpillStore(spill_dir), CutLog(db.connect()))
+    assert surgeon.spill_problem is None
+    assert surgeon.cut(v, find_doom_spans(v, None, 2), "s", "") == []
+    assert surgeon.spill_problem and "cannot write spill file" in surgeon.spill_problem
+    spill_dir.unlink()
+    v = view_for("messages", b.body())
+    assert surgeon.cut(v, find_doom_spans(v, None, 2), "s", "")
+    assert surgeon.spill_problem is None
+
+
+def test_a_spill_that_is_only_slow_is_not_a_disk_problem(monkeypatch):
+    from scalpel_desktop.surgery.surgeon import SpillSlow
+
+    b, _ = builder()
+    v = view_for("messages", b.body())
+    surgeon, _ = make()
+    monkeypatch.setattr(surgeon, "_spill", lambda contents: [SpillSlow("spill not on disk within 50 ms")] * len(contents))
+    assert surgeon.cut(v, find_doom_spans(v, None, 2), "s", "") == []
+    assert surgeon.spill_problem is None

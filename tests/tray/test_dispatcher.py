@@ -56,3 +56,19 @@ def test_open_data_folder_and_quit_call_their_handlers(own_runtime_link):
     d = Dispatcher(own_runtime_link, on_quit=lambda: calls.append("quit"), open_data_folder=lambda: calls.append("folder"))
     assert d.dispatch("open_data_folder") and d.dispatch("quit")
     assert calls == ["folder", "quit"]
+
+
+def test_a_ledger_the_proxy_cannot_use_shows_on_the_icon_menu_and_tooltip(own_runtime_link):
+    """A folder where the ledger file should be (a root test run cannot make a folder read-only)."""
+    from scalpel_desktop.paths import dirs
+
+    dirs().database.mkdir(parents=True)
+    own_runtime_link.start_own()
+    d = Dispatcher(own_runtime_link, on_quit=lambda: None)
+    s = d.refresh()
+    assert s.running and s.icon == "error"
+    labels = [label for label, _ in s.problems]
+    assert {"ledger unreadable", "recording off", "surgery off"} <= set(labels)
+    assert s.saved_tokens_today is None and s.requests_today is None  # unknown, not 0
+    assert "saved unknown today, unknown requests" in s.tooltip() and "DEGRADED: " in s.tooltip()
+    assert s.problems_line().startswith("Degraded: ")

@@ -63,3 +63,17 @@ def test_tooltip_gives_todays_savings():
     s = TrayState(running=True, saved_tokens_today=2_500_000, saved_usd_today=1.234, requests_today=7)
     assert s.tooltip() == "scalpel-desktop (active): saved 2,500,000 tokens ($1.23) today, 7 requests"
     assert TrayState().tooltip() == "scalpel-desktop: proxy off"
+
+
+def test_a_degraded_proxy_gets_a_menu_line_and_says_so_in_the_tooltip():
+    state = TrayState(running=True, port=4242, icon="error", saved_tokens_today=None, saved_usd_today=None,
+                      requests_today=None, problems=[("recording off", "why"), ("surgery off", "why")])
+    _, items, _ = _menu(state)
+    line = items[1]
+    assert not line.enabled and line.visible
+    assert line.text == "Degraded: recording off, surgery off (scalpel doctor)"
+    assert state.tooltip() == ("scalpel-desktop (active): saved unknown today, unknown requests; "
+                               "DEGRADED: recording off, surgery off")
+    assert "saved unknown today" in state.status_line()
+    state.problems = []
+    assert not line.visible and "DEGRADED" not in state.tooltip()

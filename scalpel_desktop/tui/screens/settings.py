@@ -13,6 +13,7 @@ from textual.widgets import Label, RadioButton, RadioSet, Static, Switch
 
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.messages import ControlRequested
+from scalpel_desktop.tui.notice import today_words
 from scalpel_desktop.tui.proxy import ProxyState
 
 TIERS = ((1, "1: superseded reads, duplicates, failed commands"),
@@ -56,7 +57,7 @@ class SettingsView(Vertical):
             box.update(Text.assemble(
                 ("● proxy running", "bold green"), f" on 127.0.0.1:{st.get('port')}  pid {st.get('pid')}  ",
                 ("state ", "dim"), str(st.get("state")), ("  up ", "dim"), fmt.duration(float(st.get("uptime_s") or 0)),
-                "\n", ("requests today ", "dim"), f"{st.get('requests_today', 0):,}",
+                "\n", ("requests today ", "dim"), today_words(st),
                 ("  errors ", "dim"), f"{st.get('errors', 0):,}", ("  restarts ", "dim"), f"{st.get('restarts', 0)}",
                 ("  recording ", "dim"), "yes" if st.get("recording", True) else "NO",
                 ("\nlast error ", "dim") if st.get("last_error") else "", str(st.get("last_error") or "")))
