@@ -4,12 +4,16 @@ Import-light on purpose: Claude Code runs these on every tool call, so this
 module imports only the standard library at the top (no aiohttp, textual,
 orjson, not even the CLI parser) and answers in a few tens of ms. Every event
 exits 0 and prints nothing on any error: a hook must never break a session.
-The one output besides PreToolUse's decision: SessionStart's
-``{"systemMessage": ...}`` when Claude Code's base URL answers nowhere.
+The one output besides PreToolUse's decision: SessionStart's and
+UserPromptSubmit's ``{"systemMessage": ...}`` when Claude Code's base URL
+answers nowhere and cannot be brought back (a dead autopilot proxy is started
+again first: ``service/session_guard.py``).
 
 Events (argument): ``pre-tool-use``, ``post-tool-use``, ``session-start``,
-``statusline``. The decisions live in ``service/hooks.py`` (reads) and
-``service/statusline.py`` (the line); both are imported lazily here.
+``user-prompt-submit``, ``statusline``. The decisions live in
+``service/hook_logic.py`` (reads), ``service/session_guard.py`` (a base URL
+that answers) and ``service/statusline.py`` (the line); all are imported
+lazily here.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ def run(event: str, payload: dict) -> str | None:
         from scalpel_desktop.service.statusline import render
 
         return render(payload)
+    if event == "user-prompt-submit":  # before each prompt's first request: is the proxy there?
+        from scalpel_desktop.service import session_guard
+
+        message = session_guard.check()
+        return json.dumps({"systemMessage": message}) if message else None
     from scalpel_desktop.service import hook_logic
 
     if event == "pre-tool-use":

@@ -14,7 +14,7 @@ import json
 
 from scalpel_desktop.errors import CliError
 
-EVENTS = ("pre-tool-use", "post-tool-use", "session-start", "statusline")
+EVENTS = ("pre-tool-use", "post-tool-use", "session-start", "user-prompt-submit", "statusline")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Claude Code hooks in settings.json: PreToolUse denies a full re-read of a file already read in "
             "this session and unchanged on disk (allowed with offset/limit, when uncertain, or when the proxy "
-            "cut the earlier read); PostToolUse records file hashes per session; SessionStart starts the proxy "
-            "when autopilot is on and it is not running. Edits are atomic, backed up, and undone exactly."
+            "cut the earlier read); PostToolUse records file hashes per session; SessionStart and "
+            "UserPromptSubmit start the proxy again when autopilot is on and nothing answers (one connect when "
+            "it runs), and say so in the session when it cannot come back. Edits are atomic, backed up, and "
+            "undone exactly."
         ),
     )
     hsub = p.add_subparsers(dest="hooks_cmd", metavar="ACTION", required=True)
@@ -69,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"hooks removed from {st.settings_file}" if changed
               else f"no scalpel hooks in {st.settings_file}; nothing changed")
     for event, ok in st.installed.items():
-        print(f"  {event:<13} {'installed' if ok else 'not installed'}")
+        print(f"  {event:<16} {'installed' if ok else 'not installed'}")
     if st.problem:
         print(f"  problem: {st.problem}")
     return 0

@@ -14,8 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Read the session JSON Claude Code passes on stdin and print one short line: context size "
             "(and share of the window), cache share of the last request, tokens and dollars scalpel saved in "
-            "this session. Never fails loudly. --install / --uninstall set or restore the statusLine "
-            "setting in Claude Code's settings.json (atomic, backed up, previous value restored)."
+            "this session; \"scalpel down\" and what to run when nothing answers on scalpel's port (with "
+            "autopilot on, it starts the proxy again). Never fails loudly. --install / --uninstall set or "
+            "restore the statusLine setting in Claude Code's settings.json (with a refreshInterval, so it also runs "
+            "while a session idles; atomic, backed up, previous value restored)."
         ),
     )
     g = p.add_mutually_exclusive_group()

@@ -4,10 +4,13 @@ Asked by the tray (to pick its backend) and by doctor (to report it), so both
 give the same answer. Never imports pystray (``import pystray`` with no
 DISPLAY raises ``Xlib.error.DisplayNameError``): that is the tray's business.
 
-On Linux the menu needs PyGObject (gtk or appindicator backend) and a tray
-host: a StatusNotifier watcher (KDE, GNOME with the AppIndicator extension)
-or an XEmbed system tray (XFCE, MATE, LXQt, trayer). Stock GNOME has
-neither: that is detected and said, not shown as an icon nobody sees.
+On Linux the menu needs PyGObject (gtk or appindicator backend), a D-Bus
+session bus (both pystray backends open it for notifications before the icon
+shows, and fail with a traceback and a hung exit without one: startx without
+dbus-x11, ``ssh -X``), and a tray host: a StatusNotifier watcher (KDE, GNOME
+with the AppIndicator extension) or an XEmbed system tray (XFCE, MATE, LXQt,
+trayer). Stock GNOME has no tray host: each missing piece is detected and
+said, not shown as an icon nobody sees.
 """
 
 from __future__ import annotations
@@ -58,6 +61,24 @@ def appindicator_available() -> bool:
     except Exception:  # noqa: BLE001
         pass
     return False
+
+
+def session_bus_problem() -> str | None:
+    """Why no D-Bus session bus can be opened here, or None when one can.
+
+    Opened the way pystray's gtk and appindicator backends open it
+    (``Gio.bus_get_sync``: DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus,
+    else autolaunch through dbus-launch), so the answer is theirs, not a guess."""
+    try:
+        from gi.repository import Gio
+
+        Gio.bus_get_sync(Gio.BusType.SESSION, None)
+    except Exception as e:  # noqa: BLE001 - GLib.Error, or gi itself failing
+        detail = str(getattr(e, "message", "") or e).strip()
+        if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+            detail = f"DBUS_SESSION_BUS_ADDRESS unset; {detail}" if detail else "DBUS_SESSION_BUS_ADDRESS unset"
+        return detail or "the session bus cannot be opened"
+    return None
 
 
 def sni_watcher_running() -> bool:
@@ -116,12 +137,15 @@ class TrayHost:
 
 
 NO_DISPLAY_HINT = "start `scalpel tray` inside a desktop session"
+NO_BUS_HINT = ("start the desktop session with a session bus (Debian/Ubuntu: sudo apt install dbus-x11), "
+               "or run the tray inside one: `dbus-run-session -- scalpel tray`")
 NO_HOST_HINT = ("on GNOME install and enable the AppIndicator extension (Debian/Ubuntu: "
                 "gnome-shell-extension-appindicator), then run `scalpel tray`")
 
 
 def find_linux_host() -> TrayHost:
-    """appindicator where a StatusNotifier watcher runs, else gtk where an XEmbed tray runs, else none.
+    """appindicator where a StatusNotifier watcher runs, else gtk where an XEmbed tray runs, else none
+    (also none without a session bus, which both backends need).
 
     Never the xorg backend: it has no menu, gets no clicks, and prints "Failed to dock
     icon" tracebacks where no tray runs (set ``PYSTRAY_BACKEND=xorg`` to force it)."""
@@ -130,6 +154,9 @@ def find_linux_host() -> TrayHost:
         return TrayHost("none", "no display (DISPLAY/WAYLAND_DISPLAY unset)", NO_DISPLAY_HINT)
     if not gtk_available():
         return TrayHost("none", "PyGObject (GTK 3) is missing", GTK_INSTALL_HINT)
+    bus_problem = session_bus_problem()
+    if bus_problem is not None:
+        return TrayHost("none", f"no D-Bus session bus, which the tray needs ({bus_problem})", NO_BUS_HINT)
     if appindicator_available() and sni_watcher_running():
         return TrayHost("appindicator")
     if display and xembed_tray_running():

@@ -36,8 +36,8 @@ TOOL_SEARCH_KEY = ("env", "ENABLE_TOOL_SEARCH")
 
 NO_SERVICE_MANAGER_WAY = (
     "Without a systemd user bus (a container, WSL without systemd): `scalpel autopilot on --session-hook` "
-    "routes Claude Code through scalpel anyway, and the SessionStart hook starts the proxy whenever a Claude "
-    "Code session begins."
+    "routes Claude Code through scalpel anyway, and Claude Code's hooks start the proxy again whenever a "
+    "session begins or a prompt is sent and nothing answers."
 )
 
 
@@ -107,7 +107,7 @@ def _restore_upstream(state: dict) -> None:
 
 
 def on(timeout: float = 30.0, backend: ServiceBackend | None = None, session_hook: bool = False) -> AutopilotStatus:
-    """``session_hook``: no login service; the SessionStart hook starts the proxy (session_hook_backend.py)."""
+    """``session_hook``: no login service; Claude Code's hooks start the proxy (session_hook_backend.py)."""
     if session_hook and backend is None:
         from scalpel_desktop.service.session_hook_backend import SessionHookBackend
 

@@ -1,8 +1,9 @@
 """Install, remove and report scalpel's entries in Claude Code's settings.json.
 
-Hooks (``hooks.PreToolUse`` / ``PostToolUse`` / ``SessionStart``) and the
-``statusLine`` setting. Same safety rules as autopilot (``settings_file``):
-atomic, backed up, refused on a file that does not parse, undone exactly.
+Hooks (``hooks.PreToolUse`` / ``PostToolUse`` / ``SessionStart`` /
+``UserPromptSubmit``) and the ``statusLine`` setting. Same safety rules as
+autopilot (``settings_file``): atomic, backed up, refused on a file that does
+not parse, undone exactly.
 
 The commands run ``<this python> -I -m scalpel_desktop.hooks_entry EVENT``
 (``-I``: the project directory Claude Code runs hooks in can never shadow
@@ -30,6 +31,7 @@ HOOK_EVENTS = {
     "PreToolUse": ("Read", "pre-tool-use"),
     "PostToolUse": ("Read|Edit|Write|MultiEdit|NotebookEdit", "post-tool-use"),
     "SessionStart": (None, "session-start"),
+    "UserPromptSubmit": (None, "user-prompt-submit"),
 }
 
 
@@ -83,8 +85,9 @@ def _strip_ours(doc: dict) -> None:
         doc.pop("hooks", None)
 
 
-#: SessionStart may wait for a dead proxy to come back (service/session_guard.py).
+#: SessionStart and UserPromptSubmit may wait for a dead proxy to come back (service/session_guard.py).
 SESSION_START_TIMEOUT_S = 30
+REVIVING_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
 def install_hooks(settings: ClaudeSettings | None = None) -> dict:
@@ -98,7 +101,7 @@ def install_hooks(settings: ClaudeSettings | None = None) -> dict:
             group: dict = {}
             if matcher:
                 group["matcher"] = matcher
-            timeout = SESSION_START_TIMEOUT_S if event == "SessionStart" else 10
+            timeout = SESSION_START_TIMEOUT_S if event in REVIVING_EVENTS else 10
             group["hooks"] = [{"type": "command", "command": command_for(arg), "timeout": timeout}]
             existing = hooks.get(event)
             hooks[event] = (existing if isinstance(existing, list) else []) + [group]
@@ -118,12 +121,19 @@ def statusline_command() -> str:
     return _quote([sys.executable, "-I", "-m", MARKER, "statusline"])
 
 
+#: Claude Code (2.1.97 and later) re-runs the statusLine command this often (seconds) on top of its own
+#: updates, which stop while a session idles or retries: so the line tells a dead proxy, and (autopilot on)
+#: starts it again, within this time, not at the next message. One interpreter start per interval.
+STATUSLINE_REFRESH_S = 10
+
+
 def install_statusline(settings: ClaudeSettings | None = None) -> dict:
     settings = settings or ClaudeSettings()
 
     def edit(doc: dict) -> dict:
         prev = doc.get("statusLine", ClaudeSettings.MISSING)  # the first recorded value wins
-        doc["statusLine"] = {"type": "command", "command": statusline_command(), "padding": 0}
+        doc["statusLine"] = {"type": "command", "command": statusline_command(), "padding": 0,
+                             "refreshInterval": STATUSLINE_REFRESH_S}
         return {("statusLine",): prev}
 
     return settings.apply(STATUSLINE_FEATURE, edit)

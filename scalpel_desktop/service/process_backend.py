@@ -12,7 +12,8 @@ deletes the marker. Extra arguments for the child can be given in
 ``SCALPEL_TEST_SERVICE_ARGS`` (space separated), e.g. ``--port 1`` to make it
 fail for real.
 
-The marker holds ``{"supervisor": pid, "pid": child pid, "starts": n}``.
+The marker holds ``{"supervisor": pid, "pid": child pid, "starts": n, "last_exit": the previous
+child's exit status (negative: killed by that signal)}``.
 """
 
 from __future__ import annotations
@@ -132,11 +133,13 @@ class ProcessBackend(ServiceBackend):
         return Outcome(ServiceResult.ENABLED)
 
     def still_starting(self) -> bool:
-        """The supervisor runs and its first proxy has not exited yet."""
+        """The supervisor runs and its last proxy did not give up on its own (an exit status above 0:
+        port taken, bad config). A proxy killed by a signal (kill -9) is only restarting, as under
+        systemd's ``Restart=always``."""
         if self.supervisor_pid() is None:
             return False
-        doc = _read()
-        return doc.get("starts", 0) <= 1 and (doc.get("pid") is None or self.pid() is not None)
+        last = _read().get("last_exit")
+        return not (isinstance(last, int) and last > 0)
 
     def stop(self) -> None:
         """Stop the service now (it stays installed): the supervisor ends its child, then itself."""
@@ -176,18 +179,19 @@ def supervise() -> int:
             child.terminate()
 
     signal.signal(signal.SIGTERM, on_term)
-    starts = 0
+    starts, last_exit = 0, None
     _write({"supervisor": os.getpid(), "pid": None, "starts": 0, "argv": argv})
     while not stopping:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         starts += 1
-        _write({"supervisor": os.getpid(), "pid": child.pid, "starts": starts, "argv": argv})
+        _write({"supervisor": os.getpid(), "pid": child.pid, "starts": starts, "argv": argv, "last_exit": last_exit})
         while True:
             try:
-                child.wait()
+                last_exit = child.wait()
                 break
             except InterruptedError:
                 continue
+        _write({"supervisor": os.getpid(), "pid": child.pid, "starts": starts, "argv": argv, "last_exit": last_exit})
         if not stopping:
             time.sleep(RESTART_S)
     return 0

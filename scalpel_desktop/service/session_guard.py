@@ -1,12 +1,14 @@
-"""At session start, make sure Claude Code's base URL answers: bring a dead proxy back, or say so.
+"""Before a session's requests, make sure Claude Code's base URL answers: bring a dead proxy back, or say so.
 
-The SessionStart hook runs before Claude Code's first request, with Claude
+The SessionStart hook runs before Claude Code's first request, the
+UserPromptSubmit hook before each prompt's first request, both with Claude
 Code's own environment (settings.json's ``env`` applied), so
-``ANTHROPIC_BASE_URL`` here is the URL this session will use. When it is
-scalpel's and nothing answers:
+``ANTHROPIC_BASE_URL`` here is the URL this session will use. The normal path
+is one connect to that port. When it is refused and the port is scalpel's:
 
 - autopilot on and its login service installed: start the service and wait
-  (bounded by ``WAIT_S``, inside the hook's 30 s timeout) until it answers;
+  (bounded by ``WAIT_S``, inside the hooks' 30 s timeout) until it answers
+  (``service/revival.py``: one start however many hooks ask at once);
 - otherwise, or when it does not come back: return a one-paragraph message
   that ``hooks_entry`` prints as the hook's ``systemMessage``, which Claude
   Code shows in the session ("SessionStart:startup says: ...") with the way
@@ -14,8 +16,9 @@ scalpel's and nothing answers:
   what is wrong.
 
 Any other loopback base URL where nothing listens gets the same warning (the
-session would hang on retries with no word). Stdlib only, imported lazily by
-the hook; the normal path is one health check (socket and urllib load only when needed).
+session would hang on retries with no word). The statusline asks
+``start_proxy_if_needed(port, wait_s=0)``: it starts, never waits. Stdlib
+only, imported lazily by the hooks and the statusline.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def _loopback_port(url: str) -> int | None:
 
 
 def listening(port: int, timeout: float = 0.5) -> bool:
-    import socket  # only on the failure path: the hook's normal path stays import-light
+    """One connect to 127.0.0.1:port: the whole cost of the normal path."""
+    import socket
 
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout):
@@ -58,45 +62,44 @@ def listening(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def routed_port(env) -> tuple[int | None, int | None]:
+    """(the loopback port this session's requests go to, autopilot's port when autopilot is on)."""
+    state = _autopilot_state()
+    url = env.get("ANTHROPIC_BASE_URL") or ""
+    autopilot_port = int(state.get("port") or 4242) if state.get("enabled") else None
+    return (_loopback_port(url) if url else autopilot_port), autopilot_port
+
+
 def start_proxy_if_needed(port: int | None = None, wait_s: float = WAIT_S) -> str:
     """With autopilot on and nothing answering: start the login service and wait for health.
 
     Returns what happened: ``autopilot off``, ``running``, ``service not installed``,
-    ``started``, or ``failed: <why>``."""
+    ``started``, ``starting`` (``wait_s`` 0: asked, not waited for), or ``failed: <why>``."""
     state = _autopilot_state()
     if not state.get("enabled"):
         return "autopilot off"
-    from scalpel_desktop.service.probe import health, wait_healthy
+    from scalpel_desktop.service.probe import health
 
     port = port or int(state.get("port") or 4242)
     if health(port, timeout=0.5) is not None:
         return "running"
     from scalpel_desktop.service.autostart import choose_backend
+    from scalpel_desktop.service.revival import revive
 
     backend = choose_backend()
     if not backend.enabled():
         return "service not installed"
-    outcome = backend.start()
-    if not outcome.ok:
-        return f"failed: {outcome.message or 'the service manager gave no reason'}"
-    if wait_healthy(port, wait_s, backend.still_starting) is None:
-        return f"failed: the {backend.name} service did not answer within {wait_s:g} s"
-    return "started"
+    return revive(backend, port, wait_s)
 
 
-def check(env: dict | None = None, wait_s: float = WAIT_S) -> str | None:  # env: any mapping (os.environ)
+def check(env=None, wait_s: float = WAIT_S) -> str | None:  # env: any mapping (os.environ)
     """The message to show in the session, or None when the base URL answers (or is not local)."""
     env = os.environ if env is None else env
-    state = _autopilot_state()
-    url = env.get("ANTHROPIC_BASE_URL") or ""
-    autopilot_port = int(state.get("port") or 4242) if state.get("enabled") else None
-    port = _loopback_port(url) if url else autopilot_port
-    if port is None:
-        return None
-    from scalpel_desktop.service.probe import base_url, health
+    port, autopilot_port = routed_port(env)
+    if port is None or listening(port):
+        return None  # the normal path: one connect (a gateway listening there is not ours to judge)
+    from scalpel_desktop.service.probe import base_url
 
-    if health(port, timeout=0.5) is not None:
-        return None
     if port == autopilot_port:
         result = start_proxy_if_needed(port, wait_s)
         if result in ("running", "started"):
@@ -107,9 +110,7 @@ def check(env: dict | None = None, wait_s: float = WAIT_S) -> str | None:  # env
             "Requests from this session will fail. Run `scalpel autopilot off` to restore Claude Code's settings, "
             "then restart Claude Code; `scalpel doctor` says what is wrong."
         )
-    if listening(port):
-        return None  # something else (a gateway) listens there: not ours to judge
-    where = url or base_url(port)
+    where = env.get("ANTHROPIC_BASE_URL") or base_url(port)
     return (
         f"scalpel: nothing answers at {where} (ANTHROPIC_BASE_URL), so requests from this session will fail. "
         "Start the proxy (`scalpel start`, or `scalpel tray`), or unset ANTHROPIC_BASE_URL (shell or "

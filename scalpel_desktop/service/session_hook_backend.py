@@ -1,13 +1,15 @@
-"""Autopilot with no service manager (containers, WSL without systemd): the SessionStart hook starts the proxy.
+"""Autopilot with no service manager (containers, WSL without systemd): Claude Code's hooks start the proxy.
 
 ``scalpel autopilot on --session-hook`` picks this backend where systemd has no
 user bus. Nothing is registered with the OS: ``enable`` installs scalpel's
 Claude Code hooks (if they are not already), writes a marker, and starts
-``scalpel start`` as a detached process; from then on every Claude Code
-session's SessionStart hook (service/session_guard.py) starts it again when
-nothing answers, and waits until it does, before the session's first request.
-No restart between sessions: a proxy killed mid-session stays down until the
-next session starts (the hook says so if it cannot bring it back).
+``scalpel start`` as a detached process; from then on the hooks are the only
+watchdog there is: every Claude Code session's SessionStart hook, and every
+prompt's UserPromptSubmit hook (service/session_guard.py), start it again
+when nothing answers and wait until it does, before the requests they
+precede; the statusline command starts it without waiting
+(service/revival.py). A proxy killed mid-session is back by the session's
+next prompt (the hook says so if it cannot bring it back).
 
 ``disable`` stops the proxy through its control API, removes the hooks it
 installed, and deletes the marker. The backend is found again through
@@ -38,7 +40,7 @@ class SessionHookBackend(ServiceBackend):
         return {self.marker: b"{}"}
 
     def describe(self) -> str:
-        return "the SessionStart hook starts the proxy when a Claude Code session begins"
+        return "Claude Code's hooks start the proxy when a session begins or a prompt is sent and nothing answers"
 
     def _read(self) -> dict:
         try:
@@ -77,10 +79,17 @@ class SessionHookBackend(ServiceBackend):
             kwargs = {"creationflags": getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
         with open(dirs().logs / "session-hook-proxy.log", "ab") as log:
             try:
-                subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, **kwargs)
+                self._started = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                                 **kwargs)
             except OSError as e:
                 return Outcome(ServiceResult.FAILED, f"cannot start {argv[0]}: {e}")
         return Outcome(ServiceResult.ENABLED)
+
+    def still_starting(self) -> bool:
+        """False once the proxy this process started has exited with an error (port taken, bad config):
+        a hook waiting for it can say so at once rather than at its time limit."""
+        proc = getattr(self, "_started", None)
+        return proc is None or proc.poll() is None or proc.returncode == 0
 
     def disable(self) -> Outcome:
         from scalpel_desktop.control_client import ControlClient, ControlError, pid_alive

@@ -15,7 +15,18 @@ session, "last" the decision of its latest request when that request was
 changed (``decisions.py``: cut, replayed, filtered, joined by ``+``), "today"
 every session's since local midnight: both from the ledger
 reader (``store/ledger_queries.py``), the same query as the tray's and the
-dashboard's. Stdlib only (sqlite3), well under 50 ms, never raises.
+dashboard's. A ledger that is there and cannot be read (a garbage file, a
+folder, a lock) says so ("ledger unreadable, today unknown") instead of
+"not routed": its figures are unknown, not absent. Stdlib only (sqlite3),
+well under 50 ms, never raises.
+
+When this session's scalpel port refuses a connect (one connect per line:
+the session's loopback ``ANTHROPIC_BASE_URL``, else autopilot's port), the
+ledger's figures would read as if all were well: the line starts with
+"scalpel down" and what to run instead, and with autopilot on it asks the
+login service to start the proxy again without waiting for it
+(``session_guard.start_proxy_if_needed(port, wait_s=0)``), so a dead proxy
+comes back even before the next prompt's hook would start it.
 """
 
 from __future__ import annotations
@@ -66,16 +77,49 @@ def _model_window(payload: dict, ctx: int) -> int | None:
     return context_window(name, one_m=ctx > plain)
 
 
-def render(payload: dict) -> str:
-    parts: list[str] = []
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def down_notice(env=None) -> str | None:
+    """"scalpel down ..." and what to run when this session's scalpel port refuses a connect, else None."""
+    import os
+
+    from scalpel_desktop.service import session_guard
+
+    env = os.environ if env is None else env
+    port, autopilot_port = session_guard.routed_port(env)
+    if port is None or session_guard.listening(port, timeout=0.2):
+        return None
+    if port != autopilot_port:
+        return f"scalpel down: nothing answers at 127.0.0.1:{port}; run `scalpel start` (or `scalpel autopilot on`)"
+    result = session_guard.start_proxy_if_needed(port, wait_s=0)
+    if result in ("starting", "started", "running"):
+        return "scalpel down: restarting it (autopilot); if it stays down, run `scalpel doctor`"
+    return f"scalpel down: autopilot could not restart it ({_short(result.removeprefix('failed: '))}); run `scalpel doctor`"
+
+
+def render(payload: dict, env=None) -> str:
+    try:
+        down = down_notice(env)
+    except Exception:  # noqa: BLE001 - the line never fails
+        down = None
+    parts: list[str] = [down] if down else []
     ctx, window, read = context_figures(payload)
     session = payload.get("session_id") if isinstance(payload.get("session_id"), str) else ""
     figures = today = None
+    unreadable = False  # a ledger is there and cannot be read: its figures are unknown, not "not routed"
     if session:
         try:
             from scalpel_desktop.store.ledger_queries import with_ledger
 
-            figures, today = with_ledger((None, None), _ledger_figures, session)
+            failed = (None, None)
+            got = with_ledger(failed, _ledger_figures, session)
+            figures, today = got
+            if got is failed:  # no ledger yet, or one that cannot be read: only the second is news
+                from scalpel_desktop.store.ledger_queries import today_savings_or_unknown
+
+                unreadable = today_savings_or_unknown()[0] is None
         except Exception:  # noqa: BLE001
             figures = today = None
     if ctx is None and figures is not None and figures.context_source == "usage" and figures.context_tokens:
@@ -91,7 +135,9 @@ def render(payload: dict) -> str:
             parts.append(f"cache {round(100 * read / ctx)}%")
     else:
         parts.append("ctx -")
-    if figures is not None and figures.requests:
+    if down:
+        pass  # the ledger's figures would hide that nothing answers now
+    elif figures is not None and figures.requests:
         parts.append(f"scalpel saved {figures.realized_tokens:,} tok (${figures.realized_usd:,.2f})")
         from scalpel_desktop.decisions import is_change
 
@@ -99,6 +145,8 @@ def render(payload: dict) -> str:
             parts.append(f"last {figures.last_decision}")
         if today is not None:
             parts.append(f"today {today.tokens:,} tok (${today.usd:,.2f})")
+    elif unreadable:
+        parts.append("scalpel: ledger unreadable, today unknown (scalpel doctor)")
     else:
         parts.append("scalpel: not routed")
     return " · ".join(parts)

@@ -16,7 +16,7 @@ from tests.support import REPO, run_cli as run
 
 FIXTURES = REPO / "tests" / "service" / "fixtures"
 MINE = b'{\n  "model": "opus",\n  "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g"}]}]}\n}'
-EVENTS = ("PreToolUse", "PostToolUse", "SessionStart")
+EVENTS = ("PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit")
 
 
 def test_install_status_uninstall_text_and_json(capsys):
@@ -26,14 +26,14 @@ def test_install_status_uninstall_text_and_json(capsys):
     code, out, _ = run(capsys, "hooks", "install")
     assert code == 0
     assert out.splitlines() == ["hooks installed in ~/.claude/settings.json"] + [
-        f"  {e:<13} installed" for e in EVENTS]
+        f"  {e:<16} installed" for e in EVENTS]
     assert json.loads(path.read_bytes())["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "g"  # the user's kept
     code, out, _ = run(capsys, "hooks", "status", "--json")
     st = json.loads(out)
     assert code == 0 and st["installed"] == dict.fromkeys(EVENTS, True) and st["all_installed"] is True
     code, out, _ = run(capsys, "hooks", "uninstall")
     assert code == 0 and out.splitlines()[0] == "hooks removed from ~/.claude/settings.json"
-    assert out.count("not installed") == 3
+    assert out.count("not installed") == len(EVENTS)
     assert path.read_bytes() == MINE
 
 

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from scalpel_desktop.cli import main
+from scalpel_desktop.service.hooks import STATUSLINE_REFRESH_S
 from scalpel_desktop.service.settings_file import settings_path
 from tests.support import REPO, run_cli as run
 
@@ -41,8 +42,10 @@ def test_install_then_uninstall_restores_the_users_own_line(capsys):
     path.write_bytes(MINE)
     code, out, _ = run(capsys, "statusline", "--install")
     assert (code, out) == (0, "statusLine set to scalpel in ~/.claude/settings.json\n")
-    command = json.loads(path.read_bytes())["statusLine"]["command"]
-    assert "scalpel_desktop" in command and command.endswith("statusline")
+    line = json.loads(path.read_bytes())["statusLine"]
+    assert "scalpel_desktop" in line["command"] and line["command"].endswith("statusline")
+    # re-run while the session idles, so a dead proxy shows (and comes back) without waiting for a message
+    assert line["refreshInterval"] == STATUSLINE_REFRESH_S > 0
     code, out, _ = run(capsys, "statusline", "--uninstall")
     assert (code, out) == (0, "statusLine restored in ~/.claude/settings.json\n")
     assert path.read_bytes() == MINE

@@ -108,10 +108,11 @@ def _require_desktop_tools() -> None:
     require(_have_gi(), "PyGObject with GTK 3 (pip install 'scalpel-desktop[gtk]'; gir1.2-gtk-3.0)")
 
 
-def _headless_scalpel(env: dict, port: int) -> str:
+def _headless_scalpel(env: dict, port: int, bus: bool = True) -> str:
     """Run `scalpel` (no command) where no tray can be shown: the proxy must answer, and stderr must be
-    exactly one line; `scalpel stop` ends it. Returns that line."""
-    proc = subprocess.Popen(["dbus-run-session", "--", sys.executable, "-m", "scalpel_desktop"], env=env,
+    exactly one line; `scalpel stop` ends it. Returns that line. ``bus=False``: no session bus at all."""
+    wrapper = ["dbus-run-session", "--"] if bus else []
+    proc = subprocess.Popen([*wrapper, sys.executable, "-m", "scalpel_desktop"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _wait(lambda: _status(env).get("running"), "the headless proxy")
@@ -144,6 +145,33 @@ def test_no_tray_host_says_so_in_one_line_and_serves(isolated_home, tmp_path):
     finally:
         _stop(xvfb)
     assert line.startswith("scalpel: no tray: no tray host on this desktop") and "AppIndicator extension" in line
+
+
+def test_a_tray_host_without_a_session_bus_says_so_in_one_line_and_serves(isolated_home, tmp_path):
+    """startx without dbus-x11, ``ssh -X``: trayer runs, but no bus and no dbus-launch to start one.
+    pystray's gtk backend would print a traceback and hang with nothing on the port."""
+    _require_desktop_tools()
+    from scalpel_desktop.paths import dirs
+
+    port = free_port()
+    dirs().config.mkdir(parents=True, exist_ok=True)
+    dirs().config_file.write_text(json.dumps({"port": port}))
+    xvfb, display = _start_xvfb()
+    env = {k: v for k, v in _no_backend_env().items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env.update({"DISPLAY": display, "NO_AT_BRIDGE": "1"})
+    trayer = None
+    try:
+        trayer = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32",
+                                   "--SetDockType", "true", "--transparent", "false"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait(lambda: _xdo(env, "search", "--class", "trayer").strip(), "trayer")
+        # PATH: this Python's folder only, so no dbus-launch can autolaunch a bus, whatever this machine has
+        line = _headless_scalpel({**env, "PATH": os.path.dirname(sys.executable)}, port, bus=False)
+    finally:
+        _stop(trayer)
+        _stop(xvfb)
+    assert line.startswith("scalpel: no tray: no D-Bus session bus") and "DBUS_SESSION_BUS_ADDRESS unset" in line
+    assert "dbus-run-session -- scalpel tray" in line
 
 
 def test_without_pygobject_says_how_to_get_the_tray_in_one_line(isolated_home, tmp_path):

@@ -100,7 +100,8 @@ def test_full_reread_of_unchanged_file_is_denied_when_the_log_shows_no_cut(isola
 
 
 @pytest.mark.parametrize("raw", [b"", b"not json", b"[1,2]", b'{"tool_name": "Read", "tool_input": 5}', b"\xff\xfe"])
-@pytest.mark.parametrize("event", ["pre-tool-use", "post-tool-use", "session-start", "statusline", "bogus"])
+@pytest.mark.parametrize("event", ["pre-tool-use", "post-tool-use", "session-start", "user-prompt-submit", "statusline",
+                                   "bogus"])
 def test_every_hook_exits_0_silently_on_garbage(isolated_home, event, raw):
     cp = run_hook(event, None, raw=raw)
     assert cp.returncode == 0 and cp.stderr == b""

@@ -30,6 +30,8 @@ def test_a_killed_proxy_comes_back(process_service):
     assert first is not None
     doc = _back_with_a_new_pid(port, first)
     assert doc["pid"] == backend.pid() != first and backend.starts() == 2
+    # killed by a signal is only restarting (a hook waiting on it must not give up), unlike exit status 1
+    assert json.loads(backend.marker.read_text())["last_exit"] == -9 and backend.still_starting()
     autopilot.off()
     assert health(port) is None and backend.pid() is None
 

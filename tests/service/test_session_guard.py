@@ -1,4 +1,4 @@
-"""The SessionStart hook never lets a session start against a dead base URL without a word.
+"""The SessionStart and UserPromptSubmit hooks never let a session go on against a dead base URL without a word.
 
 Each path runs the real hook command (``python -I -m scalpel_desktop.hooks_entry
 session-start``) with the test service backend standing in for the login service;
@@ -22,12 +22,16 @@ from tests.service.test_hooks import fixture
 from tests.support import free_port
 
 
-def run_session_start(home, **env: str) -> subprocess.CompletedProcess:
+def run_event(event: str, fixture_name: str, home, **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_BASE_URL"}
     full.update(env)
-    return subprocess.run([sys.executable, "-I", "-m", "scalpel_desktop.hooks_entry", "session-start"],
-                          input=json.dumps(fixture("hook-session-start.json", home)).encode(),
+    return subprocess.run([sys.executable, "-I", "-m", "scalpel_desktop.hooks_entry", event],
+                          input=json.dumps(fixture(fixture_name, home)).encode(),
                           capture_output=True, timeout=60, env=full)
+
+
+def run_session_start(home, **env: str) -> subprocess.CompletedProcess:
+    return run_event("session-start", "hook-session-start.json", home, **env)
 
 
 def _message(cp: subprocess.CompletedProcess) -> str:
@@ -66,6 +70,20 @@ def test_a_dead_loopback_base_url_without_autopilot_is_reported(isolated_home):
     message = _message(run_session_start(isolated_home, ANTHROPIC_BASE_URL=url))
     assert message.startswith(f"scalpel: nothing answers at {url} (ANTHROPIC_BASE_URL)")
     assert "unset ANTHROPIC_BASE_URL" in message
+
+
+def test_every_prompt_says_so_too_and_keeps_quiet_when_it_answers(isolated_home):
+    """UserPromptSubmit runs the same check before each prompt: a message the user sees, never stdout
+    text (which Claude Code would add to the model's context)."""
+    url = f"http://127.0.0.1:{free_port()}"
+    cp = run_event("user-prompt-submit", "hook-user-prompt-submit.json", isolated_home, ANTHROPIC_BASE_URL=url)
+    assert _message(cp).startswith(f"scalpel: nothing answers at {url} (ANTHROPIC_BASE_URL)")
+    with socket.socket() as gateway:
+        gateway.bind(("127.0.0.1", 0))
+        gateway.listen()
+        cp = run_event("user-prompt-submit", "hook-user-prompt-submit.json", isolated_home,
+                       ANTHROPIC_BASE_URL=f"http://127.0.0.1:{gateway.getsockname()[1]}")
+    assert cp.returncode == 0 and cp.stdout == b""
 
 
 def test_quiet_when_something_listens_or_the_url_is_not_local(isolated_home):

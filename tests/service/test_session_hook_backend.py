@@ -1,9 +1,10 @@
-"""Autopilot without a systemd user bus: a clear way forward, and that way (the SessionStart hook) working."""
+"""Autopilot without a systemd user bus: a clear way forward, and that way (the hooks as the only watchdog) working."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from scalpel_desktop.cli import main
 from scalpel_desktop.control_client import ControlClient, pid_alive
 from scalpel_desktop.service import autopilot, hooks
 from scalpel_desktop.service.autopilot import AutopilotError
-from scalpel_desktop.service.probe import base_url, health
+from scalpel_desktop.service.probe import base_url, health, wait_healthy
 from scalpel_desktop.service.session_hook_backend import SessionHookBackend
 from scalpel_desktop.service.settings_file import settings_path
 from scalpel_desktop.service.systemd import SystemdBackend
@@ -90,3 +91,69 @@ def test_session_hook_autopilot_round_trip(port, isolated_home, capsys):
     assert main(["autopilot", "off"]) == 0
     assert settings_path().read_bytes() == ORIGINAL  # hooks it installed are gone too
     assert health(port) is None and not SessionHookBackend().enabled()
+
+
+def _run_hook(home, event: str, fixture_name: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_BASE_URL"}
+    payload = json.dumps(fixture(fixture_name, home)).encode() if fixture_name else b"{}"
+    return subprocess.run([sys.executable, "-I", "-m", "scalpel_desktop.hooks_entry", event], input=payload,
+                          capture_output=True, timeout=60, env=env)
+
+
+def _kill_9(port: int) -> int:
+    """kill -9 the proxy answering on ``port`` (one this test started); its pid, once the port refuses."""
+    pid = health(port)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while health(port, timeout=0.2) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert health(port) is None
+    return pid
+
+
+def test_with_no_service_manager_the_next_prompt_brings_a_killed_proxy_back(port, isolated_home):
+    """``--session-hook``: no service restarts a crashed proxy; the prompt's hook does, before the request."""
+    assert main(["autopilot", "on", "--session-hook"]) == 0
+    assert hooks.status().installed["UserPromptSubmit"]
+    first = _kill_9(port)
+    cp = _run_hook(isolated_home, "user-prompt-submit", "hook-user-prompt-submit.json")
+    assert cp.returncode == 0 and cp.stdout == b"", cp.stdout  # nothing for the model's context
+    assert health(port) is not None and health(port)["pid"] != first  # back before the hook returned
+
+
+def test_the_statusline_says_scalpel_down_and_starts_it_without_waiting(port, isolated_home):
+    assert main(["autopilot", "on", "--session-hook"]) == 0
+    first = _kill_9(port)
+    cp = _run_hook(isolated_home, "statusline", "statusline-after-turns.json")
+    line = cp.stdout.decode()
+    assert cp.returncode == 0 and line.startswith("scalpel down: restarting it (autopilot)"), line
+    assert " · ctx " in line and "scalpel saved" not in line and line.count("\n") == 1
+    back = wait_healthy(port, 30)
+    assert back is not None and back["pid"] != first
+    cp = _run_hook(isolated_home, "statusline", "statusline-after-turns.json")
+    assert "scalpel down" not in cp.stdout.decode()
+
+
+@pytest.mark.claude_cli
+def test_real_claude_p_works_again_within_10_s_of_a_kill_9(port, isolated_home, tmp_path):
+    """The issue's bar: under ``--session-hook`` autopilot, ``kill -9`` of the proxy, then the next
+    ``claude -p`` answers (its SessionStart and UserPromptSubmit hooks start the proxy first)."""
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.emulator.testing import running_emulator
+    from tests.support.claude_cli import run_claude
+
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    with running_emulator(require_auth=False) as emu:
+        cfg = Config.load()
+        cfg.set("anthropic_upstream", emu.url)
+        cfg.save()
+        assert main(["autopilot", "on", "--session-hook"]) == 0
+        first = _kill_9(port)
+        t = time.monotonic()
+        # settings.json's env (autopilot's base URL) wins over the dead one run_claude sets
+        rc, result, out, err = run_claude("http://127.0.0.1:9", workdir, "hi", timeout=60)
+        took = time.monotonic() - t
+        assert rc == 0 and result and not result.get("is_error"), out[-2000:] + err[-2000:]
+        assert took < 10, f"claude -p took {took:.1f} s after the kill"
+        assert health(port)["pid"] != first and any(r.endpoint == "messages" for r in emu.received)

@@ -92,3 +92,32 @@ def test_window_from_the_model_table_when_claude_code_sends_none():
     assert f"ctx {ctx / 1000:.1f}k/1M (" in render(doc)  # Opus 5.5 has a native 1M window
     doc["model"]["id"] = "claude-haiku-4-5"
     assert f"ctx {ctx / 1000:.1f}k/200.0k (" in render(doc)
+
+
+def test_a_ledger_that_cannot_be_read_is_said_not_taken_for_not_routed(isolated_home):
+    from scalpel_desktop.paths import dirs
+
+    doc = load("statusline-after-turns.json")
+    assert "not routed" in render(doc)  # no ledger yet: nothing went through scalpel
+    dirs().database.parent.mkdir(parents=True, exist_ok=True)
+    dirs().database.write_bytes(b"not a database, " * 512)
+    line = render(doc)
+    assert "ledger unreadable, today unknown" in line and "not routed" not in line
+
+
+def test_a_dead_loopback_base_url_says_scalpel_down_and_what_to_run(isolated_home):
+    import socket
+
+    from tests.support import free_port
+
+    doc = load("statusline-after-turns.json")
+    port = free_port()
+    line = render(doc, env={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"})
+    assert line.startswith(f"scalpel down: nothing answers at 127.0.0.1:{port}; run `scalpel start`"), line
+    assert " · ctx " in line and "not routed" not in line
+    with socket.socket() as listener:  # something answers the connect: no notice
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        line = render(doc, env={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{listener.getsockname()[1]}"})
+    assert "scalpel down" not in line and line.startswith("ctx ")
+    assert "scalpel down" not in render(doc, env={"ANTHROPIC_BASE_URL": "https://gateway.example.com"})
