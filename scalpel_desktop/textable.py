@@ -5,10 +5,13 @@ goes through ``render``. The rules (docs/cli-tables.md repeats them):
 
 * a cell is never cut and never gets an ellipsis: ids, figures and sums of
   money are printed whole;
-* on a terminal narrower than the table, the columns with the highest
-  ``drop`` rank go first (0 = never dropped), then the columns marked
-  ``wrap`` (free text: reasons, paths) wrap onto more lines; a table that
-  still does not fit is printed whole (an id is never cut) and says so;
+* on a terminal narrower than the table, a column marked ``alone`` (a long
+  id: the session of ``report --by session``) first moves to a line of its
+  own above the rest of its row, which then has the terminal's whole width;
+  then the columns with the highest ``drop`` rank go (0 = never dropped),
+  then the columns marked ``wrap`` (free text: reasons, paths) wrap onto more
+  lines; a table that still does not fit is printed whole (an id is never
+  cut) and says so;
 * piped output (``width=None``) is every column at its natural width: plain
   text, no box drawing, no colour, no forced width.
 
@@ -27,6 +30,7 @@ from typing import Sequence
 
 GAP = 2
 MIN_WRAP = 12
+UNDER = 2  # how far a row's other cells sit in under its ``alone`` cells
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class Col:
     right: bool = False  # right-aligned (figures)
     drop: int = 0  # 0: always shown; higher ranks are dropped first when the terminal is narrow
     wrap: bool = False  # free text that may wrap onto more lines (never an id or a figure)
+    alone: bool = False  # a long id that may stand on a line of its own, above the row's other cells
 
 
 RULE = None  # a row that is RULE prints a separator line (before a total)
@@ -63,11 +68,17 @@ def render(cols: Sequence[Col], rows: Sequence[Sequence[str] | None], width: int
     natural = [max([len(c.title)] + [len(r[i]) for r in cells if r is not None]) for i, c in enumerate(cols)]
     shown = list(range(len(cols)))
     widths = list(natural)
+    alone: list[int] = []
+    inner = indent  # where the row's (other) cells start
 
     def total(idx: list[int]) -> int:
-        return indent + sum(widths[i] for i in idx) + GAP * max(0, len(idx) - 1)
+        return inner + sum(widths[i] for i in idx) + GAP * max(0, len(idx) - 1)
 
     dropped: list[str] = []
+    if width is not None and total(shown) > width and any(c.alone for c in cols):
+        alone = [i for i in shown if cols[i].alone]
+        shown = [i for i in shown if not cols[i].alone]
+        inner = indent + UNDER
     if width is not None:
         for rank in sorted({c.drop for c in cols if c.drop > 0}, reverse=True):
             if total(shown) <= width:
@@ -85,17 +96,21 @@ def render(cols: Sequence[Col], rows: Sequence[Sequence[str] | None], width: int
             new = max(MIN_WRAP, min(natural[i], widths[i] - over), len(cols[i].title))
             over -= widths[i] - new
             widths[i] = new
-    lines = [_line(cols, shown, widths, [c.title for c in cols], indent)]
-    lines.append(" " * indent + "-" * (total(shown) - indent))
+    rule = " " * indent + "-" * (total(shown) - indent)
+    lines = [_line(cols, alone, widths, [c.title for c in cols], indent)] if alone else []
+    lines.append(_line(cols, shown, widths, [c.title for c in cols], inner))
+    lines.append(rule)
     for r in cells:
         if r is RULE:
-            lines.append(" " * indent + "-" * (total(shown) - indent))
+            lines.append(rule)
             continue
+        if alone:
+            lines.append(_line(cols, alone, widths, r, indent))
         wrapped = {i: (textwrap.wrap(r[i], widths[i], break_on_hyphens=False, break_long_words=True) or [""])
                    if cols[i].wrap and len(r[i]) > widths[i] else [r[i]] for i in shown}
         height = max(len(v) for v in wrapped.values()) if wrapped else 1
         for k in range(height):
-            lines.append(_line(cols, shown, widths, _pick(wrapped, k, len(cols)), indent))
+            lines.append(_line(cols, shown, widths, _pick(wrapped, k, len(cols)), inner))
     if dropped:
         note = (f"(not shown at {width} columns: {', '.join(dropped)}; "
                 "pipe the output or use --json for every column)")

@@ -29,6 +29,22 @@ def test_narrow_terminal_drops_by_rank_then_wraps_and_never_cuts():
     assert lines[2].endswith("superseded") and lines[7].strip() == "later on"  # the reason wraps
 
 
+def test_a_long_id_stands_alone_above_its_figures_when_the_table_is_too_wide():
+    cols = [Col("session", alone=True), Col("cost", right=True), Col("input", right=True, drop=2),
+            Col("output", right=True, drop=1)]
+    rows = [[SID, "$12.3456", "1.24M", "353k"], RULE, ["total", "$12.3456", "1.24M", "353k"]]
+    assert render(cols, rows, None)[2].split() == [SID, "$12.3456", "1.24M", "353k"]  # piped: one line a row
+    assert render(cols, rows, 80) == render(cols, rows, None)  # it fits: nothing moves
+    lines = render(cols, rows, 36)
+    assert all(len(ln) <= 36 for ln in lines), lines
+    assert lines[0] == "session" and lines[1].split() == ["cost", "input", "output"]  # every figure kept
+    assert lines[3] == SID and lines[4].split() == ["$12.3456", "1.24M", "353k"] and lines[4].startswith("  ")
+    assert lines[6] == "total" and not any("not shown" in ln for ln in lines)
+    narrow = render(cols, rows, 22)  # narrower still: then the ranks drop as ever (the id stays whole)
+    assert narrow[3] == SID and narrow[1].split() == ["cost", "output"]
+    assert "not shown at 22 columns: input;" in " ".join(" ".join(narrow).split())
+
+
 def test_a_table_that_cannot_fit_is_printed_whole():
     lines = render([Col("id"), Col("n", right=True)], [[SID * 3, "1,234"]], 40)
     assert SID * 3 in lines[2] and lines[2].endswith("1,234")

@@ -7,6 +7,12 @@ Tokens are summed by billing tier from the provider's usage counts; cost is
 each row's usage priced at its model's rates (so mixed-model groups are priced
 correctly, long-context premiums included), with the price table's ``as_of``.
 
+Requests are what the provider answers and bills as turns. Side calls (Claude
+Code's ``count_tokens`` calls, ``store/ledger_reports.py`` tells them apart) are
+counted apart, per endpoint (``side_calls``), and never in ``requests``, a cost,
+a decision count or a saving: so a session's request count is the one Claude
+Code's ``/cost`` shows.
+
 Savings come in two kinds, never mixed:
 
 * realized: what stages recorded from requests that were actually changed
@@ -31,7 +37,7 @@ from typing import Any
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.decisions import is_change
-from scalpel_desktop.store.ledger_queries import report_rows
+from scalpel_desktop.store.ledger_reports import report_rows
 from scalpel_desktop.wire.usage import Usage
 
 BY_CHOICES = ("day", "session", "model")
@@ -89,6 +95,7 @@ class Totals:
     projected_usd: float = 0.0
     first_ts: float | None = None
     last_ts: float | None = None
+    side_calls: dict[str, int] = field(default_factory=dict)  # endpoint -> calls that are not requests
 
     @property
     def prompt_tokens(self) -> int:
@@ -103,7 +110,10 @@ class Totals:
 
     def add(self, row: sqlite3.Row | tuple, prices: PriceTable, assumed: dict[str, str]) -> None:
         (ts, model, status, body, sent, i, w5, w1, cr, out, decision, removed, r_tok, r_usd, error,
-         tokens_by, error_pct) = row
+         tokens_by, error_pct, side_call) = row
+        if side_call is not None:
+            self.side_calls[side_call] = self.side_calls.get(side_call, 0) + 1
+            return
         self.requests += 1
         self.first_ts = ts if self.first_ts is None or (ts is not None and ts < self.first_ts) else self.first_ts
         self.last_ts = ts if self.last_ts is None or (ts is not None and ts > self.last_ts) else self.last_ts
@@ -157,6 +167,7 @@ class Totals:
                           "changed_requests": self.changed_requests},
             "first_ts": self.first_ts,
             "last_ts": self.last_ts,
+            "side_calls": dict(sorted(self.side_calls.items())),
         }
 
 
@@ -183,7 +194,8 @@ def build_report(
             groups.setdefault(key, Totals()).add(row[1:], prices, assumed)
     out_groups = []
     for key, t in groups.items():
-        out_groups.append({"key": key if key is not None else "(none)", **t.as_dict()})
+        if t.requests:  # a group of side calls alone has no request to report (the total counts them)
+            out_groups.append({"key": key if key is not None else "(none)", **t.as_dict()})
     if by == "day":
         out_groups.sort(key=lambda g: g["key"])
     elif by is not None:

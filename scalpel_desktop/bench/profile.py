@@ -3,7 +3,8 @@
 For the main sequence of one transcript: the context size over its requests
 (real prompt tokens from usage), the tokens by kind in its last request
 (inferred system + tools prefix, user text, assistant text, thinking, tool
-inputs, tool results by tool), its largest tool results, and the dead weight
+inputs, tool results by tool: a measured total split by estimate, see
+``_split``), its largest tool results, and the dead weight
 the doom-span rules find, with what carrying each dead result cost from the
 request where it died to the end (at the model's cache-read price, the
 cheapest way it could have been carried).
@@ -61,6 +62,8 @@ class Profile:
     largest: list[dict[str, Any]]
     dead: dict[str, dict[str, float]]  # kind -> {tokens, results, cost_usd}
     prefix_tokens: int
+    measured_tokens: int = 0  # the last request's prompt as the provider counted it: what by_kind adds up to
+    estimate_scale: float = 1.0  # measured / estimated tokens of the last request's messages (``_split``)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -108,7 +111,13 @@ def profile_sequence(seq: Sequence, tier: int = 2, prices=None, top: int = 10) -
                 by_kind["other"] += n
     first = seq.requests[0]
     first_hist = sum(estimate_block(b, fam) for ln in first.history for b in ln.blocks)
-    prefix = max(0, first.usage.prompt_tokens - first_hist)
+    measured = last.usage.prompt_tokens
+    prefix = min(measured, max(0, first.usage.prompt_tokens - first_hist))
+    by_kind, scale = _split(by_kind, measured - prefix)
+    if scale < 1.0:  # the tools' and the results' figures are scaled as their kind was
+        by_tool = _scaled(by_tool, by_kind["tool_results"])
+        for r in results:
+            r["tokens"] = round(r["tokens"] * scale)
     by_kind = {"prefix (system + tools, inferred)": prefix, **by_kind}
     largest = sorted(results, key=lambda r: (-r["tokens"], str(r["tool_use_id"])))[:top]
     # dead weight: when each result died, and what carrying it to the end cost at the read price
@@ -128,4 +137,40 @@ def profile_sequence(seq: Sequence, tier: int = 2, prices=None, top: int = 10) -
     return Profile(str(seq.path), seq.session_id, last.model, len(seq.requests),
                    [r.usage.prompt_tokens for r in seq.requests], by_kind,
                    dict(sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0]))), largest, dict(sorted(dead.items())),
-                   prefix)
+                   prefix, measured, scale)
+
+
+REST = "rest (measured, not in the estimate)"
+
+
+def _split(estimated: dict[str, int], measured: int) -> tuple[dict[str, int], float]:
+    """The last request's messages by kind, adding up to ``measured`` (its measured prompt less the
+    inferred prefix), and the scale applied to the estimates (1.0, or less when they were over).
+
+    What the split is: the total is measured (the provider's usage counts of the last request);
+    how it divides is estimated. The prefix (system + tools) is inferred once, at the first
+    request: its measured prompt less the estimated tokens of its messages. The messages of the
+    last request are estimated block by block (``accounting/estimator.py``), which is not the
+    provider's tokenizer, on a history far larger than the first request's: a few percent off
+    either way. Shown as they were, prefix + estimates added up to more than the measured total
+    in some sessions. Now estimates above what the measurement leaves the messages are scaled
+    down to it (each kind keeps its share); estimates below it leave the difference as its own
+    line (``REST``: tokens the provider counted that the transcript does not show, such as the
+    reminders Claude Code adds to messages), rather than spreading it over kinds it may not be.
+    """
+    total = sum(estimated.values())
+    if total > measured:
+        return _scaled(estimated, measured), measured / total
+    return {**estimated, REST: measured - total}, 1.0
+
+
+def _scaled(parts: dict[str, int], total: int) -> dict[str, int]:
+    """``parts`` scaled to sum to ``total`` exactly (largest remainders get the rounding)."""
+    est = sum(parts.values())
+    if est <= 0:
+        return dict(parts)
+    raw = {k: v * total / est for k, v in parts.items()}
+    out = {k: int(x) for k, x in raw.items()}
+    for k in sorted(raw, key=lambda k: (out[k] - raw[k], k))[:total - sum(out.values())]:
+        out[k] += 1
+    return out

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_show)
     path = csub.add_parser("path", help="Print the config file's path.", description="Print the config file's path.")
     path.set_defaults(func=_path)
-    st = csub.add_parser("set", help="Set KEY to VALUE.", description="Set KEY to VALUE (validated; lists are comma-separated).")
+    st = csub.add_parser("set", help="Set KEY to VALUE.", description="Set KEY to VALUE (validated; a list is comma-separated or a JSON list, '' or [] for none).")
     st.add_argument("key")
     st.add_argument("value")
     st.set_defaults(func=_set)

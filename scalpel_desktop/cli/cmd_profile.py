@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     if ctx:
         marks = " ".join(f"{c // 1000}k" for c in ctx[:: max(1, len(ctx) // 12)])
         say(f"context (real prompt tokens): {marks}  (last {ctx[-1]:,}, peak {max(ctx):,})")
-    total = sum(prof.by_kind.values()) or 1
-    print("\ntokens by kind in the last request (estimated):")
+    total = sum(prof.by_kind.values()) or 1  # the measured prompt of the last request (bench/profile.py _split)
+    scaled = f"; estimates scaled x{prof.estimate_scale:.3f} to fit it" if prof.estimate_scale < 1 else ""
+    print(f"\ntokens by kind in the last request ({prof.measured_tokens:,} measured, split by estimate{scaled}):")
     for k, v in prof.by_kind.items():
         print(f"  {k:<36} {v:>9,}  {100 * v / total:5.1f}%")
     print("\ntool results by tool:")

@@ -40,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     from scalpel_desktop.accounting.prices import PriceTable
     from scalpel_desktop.accounting.report import ReportError, build_report, parse_since
     from scalpel_desktop.paths import dirs, home_relative
+    from scalpel_desktop.store.budget_ledger import budget_summary
     from scalpel_desktop.store.ledger_queries import has_requests, open_readonly
 
     path = Path(args.db) if args.db else dirs().database
@@ -56,6 +57,7 @@ def _run(args: argparse.Namespace) -> int:
             if not has_requests(conn):
                 return _empty(args, f"{home_relative(path)} holds no ledger table yet: run the proxy (scalpel start) first")
             rep = build_report(conn, since=since, by=args.by, prices=PriceTable.load())
+            rep["risk_budget"] = budget_summary(conn, since)
         finally:
             conn.close()
     except sqlite3.Error as e:
@@ -66,7 +68,11 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if rep["total"]["requests"] == 0:
         when = f" since {_when(since)}" if since is not None else ""
-        print(f"The ledger is empty{when} ({rep['database']}).")
+        side = sum((rep["total"].get("side_calls") or {}).values())
+        if side:
+            print(f"The ledger has no requests{when} ({rep['database']}), only {side:,} count_tokens calls.")
+        else:
+            print(f"The ledger is empty{when} ({rep['database']}).")
         return 0
     _print_rich(rep)
     return 0
@@ -109,7 +115,9 @@ def _print_rich(rep: dict[str, Any]) -> None:
         title += f" since {_when(rep['since'])}"
     print(title)
     first = {"day": "day", "session": "session", "model": "model", None: ""}[rep["by"]]
-    cols = [Col(first or " "), Col("reqs", True), Col("input", True, 4), Col("wr 5m", True, 4),
+    # A session id (36 characters) would leave the figures half of an 80-column line: on a terminal
+    # too narrow for the whole table it stands on its own line above its figures (textable ``alone``).
+    cols = [Col(first or " ", alone=rep["by"] == "session"), Col("reqs", True), Col("input", True, 4), Col("wr 5m", True, 4),
             Col("wr 1h", True, 6), Col("c.read", True, 3), Col("output", True, 3), Col("cost", True),
             Col("cache%", True, 2), Col("saved", True, 1), Col("saved $", True), Col("±$", True, 2),
             Col("proj.", True, 5), Col("proj. $", True, 5)]
@@ -127,6 +135,10 @@ def _print_rich(rep: dict[str, Any]) -> None:
         rows.append(RULE)
     rows.append(row("total", total))
     print_table(cols, rows)
+    side = total.get("side_calls") or {}
+    if side:  # never in the requests above: Claude Code's /cost counts only the requests
+        say("not requests, in no figure above: " + ", ".join(f"{n:,} {endpoint} calls" for endpoint, n in side.items())
+            + (" (Claude Code asking how many tokens a prompt holds; free)" if "count_tokens" in side else ""))
     decisions = ", ".join(f"{k} {v:,}" for k, v in total["decisions"].items())
     say(f"decisions: {decisions}" + (f"; errors: {total['errors']:,}" if total["errors"] else ""))
     line = f"requests with usage counts: {total['with_usage']:,} of {total['requests']:,}"
@@ -145,6 +157,15 @@ def _print_rich(rep: dict[str, Any]) -> None:
             f"tokens per byte measured from its usage ({sources} requests); error bound "
             f"±{usd(real['error_usd'])}" + (f", plus {usd(real['unbounded_usd'])} with no bound "
                                              "(own request's ratio)" if real["unbounded_usd"] else ""))
+    bud = rep.get("risk_budget")
+    if bud and (bud["saved_usd"] or bud["staked_usd"]):
+        line = (f"risk budget (the warm cuts' bets, whole ledger): saved {usd(bud['saved_usd'])}, staked "
+                f"{usd(bud['staked_usd'])}, left {usd(bud['balance_usd'])}")
+        if bud["bets"]:
+            line += (f"; {bud['bets']:,} bets here, lost {usd(bud['bets_lost_usd'])} on those that did not pay, "
+                     f"earned on {bud['turns_earned']:,} of {bud['turns_estimated']:,} requests estimated"
+                     + (f", {bud['bets_open']:,} still earning" if bud["bets_open"] else ""))
+        say(line)
     say(f"changed {total['projected']['changed_requests']:,} of {total['requests']:,} requests "
         "(sent bytes differ from received; see decisions)")
     say("tokens: k = thousand, M = million; wr = cache write (5 min, 1 h); c.read = cache read; "

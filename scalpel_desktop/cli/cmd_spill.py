@@ -28,9 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_show)
     gc = ssub.add_parser("gc", help="Remove old spill files and enforce the size cap.",
                          description="Remove spill files older than DAYS, then the oldest ones until the total is under the cap. "
-                                     "Defaults: the spill_keep_days and spill_max_mb settings.")
+                                     "Defaults: the spill_keep_days and spill_max_mb settings. A spill file the stubs of a "
+                                     "live conversation point at (one seen within its cache TTL plus spill_keep_live_hours, "
+                                     "24 by default) is kept whatever the limits say, and gc says how many it kept.")
     gc.add_argument("--older-than", type=float, metavar="DAYS", help="Age limit in days (default: spill_keep_days).")
     gc.add_argument("--max-mb", type=float, metavar="N", help="Size cap in MB (default: spill_max_mb).")
+    gc.add_argument("--force", action="store_true",
+                    help="Apply the limits to live conversations' spill files too: their stubs then point nowhere.")
     gc.add_argument("--json", action="store_true", help="Machine-readable output.")
     gc.set_defaults(func=_gc)
 
@@ -126,11 +130,56 @@ def _gc(args: argparse.Namespace) -> int:
     cap = args.max_mb if args.max_mb is not None else cfg["spill_max_mb"]
     if days < 0 or cap < 0:
         raise CliError("--older-than and --max-mb must not be negative")
-    r = _store().gc(older_than_days=days, max_mb=cap)
+    live = _live(cfg["spill_keep_live_hours"], args.force)
+    r = _store().gc(older_than_days=days, max_mb=cap, live=live.hashes, force=args.force)
+    hours = live.window_s / 3600
+    if args.force and r.removed_live:
+        print(f"warning: --force removed {r.removed_live} spill files that the stubs of live conversations point at: "
+              "those stubs now point nowhere (the model is told the original is in a file that is gone)",
+              file=sys.stderr)
     if args.json:
         print(json.dumps({"removed": r.removed, "freed_bytes": r.freed_bytes, "kept": r.kept, "kept_bytes": r.kept_bytes,
-                          "older_than_days": days, "max_mb": cap}))
+                          "kept_live": r.kept_live, "kept_live_bytes": r.kept_live_bytes,
+                          "live_sessions": live.sessions, "live_window_hours": hours,
+                          "forced": bool(args.force), "removed_live": r.removed_live,
+                          "over_cap_bytes": r.over_cap_bytes, "older_than_days": days, "max_mb": cap}))
         return 0
-    print(f"Removed {r.removed} spill files ({_mb(r.freed_bytes)}); kept {r.kept} ({_mb(r.kept_bytes)}). "
-          f"Limits: older than {days:g} days, cap {cap:g} MB.")
+    from scalpel_desktop.textable import say
+
+    say(f"Removed {r.removed} spill files ({_mb(r.freed_bytes)}); kept {r.kept} ({_mb(r.kept_bytes)}). "
+        f"Limits: older than {days:g} days, cap {cap:g} MB.")
+    if r.kept_live:
+        say(f"Kept {r.kept_live} of them ({_mb(r.kept_live_bytes)}) whatever the limits: the stubs of "
+            f"{live.sessions} conversation(s) seen in the last {hours:g} h (the cache TTL plus "
+            f"spill_keep_live_hours = {cfg['spill_keep_live_hours']}) point at them. --force removes them too.")
+    if r.over_cap_bytes:
+        say(f"The spill dir stays {_mb(r.over_cap_bytes)} over the cap: what is left over it is what live "
+            "conversations point at.")
     return 0
+
+
+def _live(keep_live_hours: int, force: bool):
+    """What live conversations point at (``store/spill_refs.py``), from the ledger. No ledger yet: no
+    cut, nothing live. A ledger that cannot be read: gc cannot tell, so it refuses unless forced."""
+    import sqlite3
+
+    from scalpel_desktop import clock
+    from scalpel_desktop.paths import dirs, home_relative
+    from scalpel_desktop.store.ledger_queries import open_readonly
+    from scalpel_desktop.store.spill_refs import LiveSpills, live_spills, live_window_s
+
+    now = clock.now()  # the ledger's times are the proxy's clock (which the test clock moves)
+    try:
+        conn = open_readonly()
+        if conn is None:
+            return LiveSpills(frozenset(), 0, now, live_window_s(keep_live_hours))
+        try:
+            return live_spills(conn, now, keep_live_hours)
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        if force:
+            return LiveSpills(frozenset(), 0, now, live_window_s(keep_live_hours))
+        raise CliError(f"cannot read the surgery log in {home_relative(dirs().database)} ({e}), so gc cannot tell "
+                       "which spill files live conversations point at and removes nothing; "
+                       "--force applies the limits to every file") from None

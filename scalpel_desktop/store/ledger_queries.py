@@ -27,6 +27,11 @@ import sqlite3
 
 CONVERSATION_ENDPOINTS = ("messages", "chat", "responses")
 _CONVERSATION = "endpoint IN (" + ",".join(f"'{e}'" for e in CONVERSATION_ENDPOINTS) + ")"
+# A request is what the provider answers and bills as a turn: a conversation endpoint (a row
+# without an endpoint, from a hand-made ledger, counts as one). Anything else the client sent
+# through the proxy (Claude Code's ``count_tokens`` calls above all) is a *side call*: counted
+# apart wherever requests are counted, never in a request count or a cost.
+_REQUEST = f"(endpoint IS NULL OR {_CONVERSATION})"
 _MAIN = "(agent IS NULL OR agent = '')"
 HOOK_TIMEOUT_S = 0.2  # the hooks and the statusline never wait long on a busy database
 
@@ -90,12 +95,15 @@ def ledger_version(conn: sqlite3.Connection) -> tuple:
 
 
 class Savings:
-    """Realized savings over a window, and the requests recorded in it."""
+    """Realized savings over a window, the requests recorded in it, and the side calls
+    (``count_tokens``, ...) apart: they are not requests."""
 
-    __slots__ = ("tokens", "usd", "requests", "since")
+    __slots__ = ("tokens", "usd", "requests", "since", "side_calls")
 
-    def __init__(self, tokens: int = 0, usd: float = 0.0, requests: int = 0, since: float | None = None):
+    def __init__(self, tokens: int = 0, usd: float = 0.0, requests: int = 0, since: float | None = None,
+                 side_calls: int = 0):
         self.tokens, self.usd, self.requests, self.since = tokens, usd, requests, since
+        self.side_calls = side_calls
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Savings) and (self.tokens, self.usd, self.requests) == (
@@ -107,14 +115,17 @@ class Savings:
 
 def savings_since(conn: sqlite3.Connection, since: float, until: float | None = None) -> Savings:
     """Realized tokens and dollars, and the number of requests, with ``since <= ts`` (and
-    ``ts <= until`` when given). Only the ``realized_*`` columns count: projections are apart."""
-    sql = "SELECT COALESCE(SUM(realized_tokens),0), COALESCE(SUM(realized_usd),0), COUNT(*) FROM requests WHERE ts >= ?"
+    ``ts <= until`` when given); side calls counted apart. Only the ``realized_*`` columns of
+    requests count: projections are apart."""
+    sql = (f"SELECT COALESCE(SUM(CASE WHEN {_REQUEST} THEN realized_tokens END), 0), "
+           f"COALESCE(SUM(CASE WHEN {_REQUEST} THEN realized_usd END), 0), "
+           f"COALESCE(SUM(CASE WHEN {_REQUEST} THEN 1 ELSE 0 END), 0), COUNT(*) FROM requests WHERE ts >= ?")
     args: list = [since]
     if until is not None:
         sql += " AND ts <= ?"
         args.append(until)
-    tokens, usd, n = conn.execute(sql, args).fetchone()
-    return Savings(int(tokens), float(usd), int(n), since)
+    tokens, usd, n, rows = conn.execute(sql, args).fetchone()
+    return Savings(int(tokens), float(usd), int(n), since, int(rows) - int(n))
 
 
 def today_savings(conn: sqlite3.Connection, now: float | None = None) -> Savings:
@@ -131,6 +142,29 @@ def today_savings_or_zero(db=None, now: float | None = None) -> Savings:
     from scalpel_desktop import clock
 
     return with_ledger(Savings(since=clock.start_of_today(now)), today_savings, now, db=db)
+
+
+def today_savings_or_unknown(db=None, now: float | None = None,
+                             timeout: float = HOOK_TIMEOUT_S) -> tuple[Savings | None, str]:
+    """``(today_savings, "")``; zeros without a ledger yet (nothing happened today: true), but
+    ``(None, why)`` when a ledger is there and cannot be read (a garbage file, a directory, locked):
+    then today's figures are unknown, and saying 0 would be a lie."""
+    from scalpel_desktop import clock
+
+    try:
+        conn = open_readonly(db, timeout=timeout)
+    except sqlite3.Error as e:
+        return None, f"{type(e).__name__}: {e}"
+    if conn is None:
+        return Savings(since=clock.start_of_today(now)), ""
+    try:
+        if not has_requests(conn):
+            return Savings(since=clock.start_of_today(now)), ""
+        return today_savings(conn, now), ""
+    except sqlite3.Error as e:
+        return None, f"{type(e).__name__}: {e}"
+    finally:
+        conn.close()
 
 
 # -- sessions ------------------------------------------------------------------------
@@ -224,49 +258,7 @@ def recent_sessions(conn: sqlite3.Connection, since: float, until: float, limit:
             GROUP BY session ORDER BY MAX(ts) DESC LIMIT ?""", (since, until, limit))]
 
 
-# -- reports and the decisions log -------------------------------------------------------
-
-
-REPORT_COLUMNS = ("ts", "model", "status", "body_bytes", "sent_bytes", "input_tokens", "cache_write_5m",
-                  "cache_write_1h", "cache_read", "output_tokens", "decision", "tokens_removed", "realized_tokens",
-                  "realized_usd", "error", "realized_tokens_by", "ratio_error_pct")
-REPORT_GROUPS = {"day": "ts", "session": "session", "model": "model", None: "NULL"}
-
-
-def report_rows(conn: sqlite3.Connection, *, since: float | None = None, until: float | None = None,
-                group: str | None = None):
-    """``(group key, *REPORT_COLUMNS)`` per request with ``since <= ts < until``, oldest first.
-    The key is the row's ts (``group="day"``), session, model, or None."""
-    where, params = [], []
-    if since is not None:
-        where.append("ts >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("ts < ?")
-        params.append(until)
-    have = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}  # a ledger from before m004 lacks some
-    cols = ", ".join(c if c in have else f"NULL AS {c}" for c in REPORT_COLUMNS)
-    sql = f"SELECT {REPORT_GROUPS[group]}, {cols} FROM requests"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    return conn.execute(sql + " ORDER BY ts, id", params)
-
-
-def decision_rows(conn: sqlite3.Connection, until: float, *, include_unchanged: bool = False,
-                  limit: int = 200) -> list[tuple]:
-    """(id, ts, session, agent, model, decision, reason, tokens_removed, realized_tokens,
-    realized_usd, status), newest first; unchanged requests only when asked."""
-    cond = "ts <= ?" + ("" if include_unchanged else " AND COALESCE(decision, 'unchanged') != 'unchanged'")
-    return conn.execute(
-        f"""SELECT id, ts, session, agent, model, decision, reason, tokens_removed, realized_tokens,
-                   realized_usd, status
-            FROM requests WHERE {cond} ORDER BY ts DESC, id DESC LIMIT ?""", (until, limit)).fetchall()
-
-
-def decision_counts(conn: sqlite3.Connection, until: float) -> dict[str, int]:
-    """Requests per decision up to ``until`` (a missing decision counts as "unknown")."""
-    return {(d or "unknown"): int(n) for d, n in conn.execute(
-        "SELECT decision, COUNT(*) FROM requests WHERE ts <= ? GROUP BY decision", (until,))}
+# -- reports and the decisions log: ``store/ledger_reports.py`` (to keep this module small) -------
 
 
 # -- the surgery log ------------------------------------------------------------------

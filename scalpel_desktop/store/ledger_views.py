@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from scalpel_desktop.store.ledger_queries import _CONVERSATION, _MAIN, _columns, tables
+from scalpel_desktop.store.ledger_queries import _CONVERSATION, _MAIN, _REQUEST, _columns, tables
 
 
 USAGE_COLUMNS = ("ts", "session", "model", "input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
@@ -21,8 +21,10 @@ def usage_rows(conn: sqlite3.Connection, since: float | None, until: float,
                sessions: list[str] | None = None) -> list[tuple]:
     """``USAGE_COLUMNS`` of every request with usage counts and ``since <= ts <= until`` (and in
     ``sessions`` when given), oldest first: what ``accounting/usage_views.py`` turns into daily,
-    monthly, 5-hour block and session costs."""
-    where = ["ts <= ?", "(input_tokens IS NOT NULL OR cache_read IS NOT NULL OR output_tokens IS NOT NULL)"]
+    monthly, 5-hour block and session costs. Requests only: a side call (``count_tokens``) is
+    neither a request nor a cost, whatever its row holds."""
+    where = ["ts <= ?", _REQUEST,
+             "(input_tokens IS NOT NULL OR cache_read IS NOT NULL OR output_tokens IS NOT NULL)"]
     args: list = [until]
     if since is not None:
         where.append("ts >= ?")

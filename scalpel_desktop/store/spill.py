@@ -7,6 +7,13 @@ exists is complete. ``put_many`` does this for a whole cut at once: the
 fsyncs of a batch are issued together, not one file after the other.
 Directories are 0700: spill files hold raw tool output, secrets included. ``put`` is idempotent and refreshes the file's time, so
 content cut again recently survives ``gc`` by age.
+
+``gc`` never removes a file in ``live`` (unless forced): the spill files the
+stubs of live conversations point at (``store/spill_refs.py`` finds them). A
+stub tells the model where its original is; removing that file while the
+conversation can still go on leaves the model pointed at nothing. Neither the
+age limit nor the size cap overrides that; the cap then removes the oldest
+files nobody live points at, and says by how much the dir stays over.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from scalpel_desktop.paths import ensure_private_dir
 
@@ -45,6 +52,10 @@ class GcResult:
     freed_bytes: int
     kept: int
     kept_bytes: int
+    kept_live: int = 0  # files the age limit or the cap would have removed, kept: a live stub points at them
+    kept_live_bytes: int = 0
+    removed_live: int = 0  # forced: files removed although a live stub points at them
+    over_cap_bytes: int = 0  # what the dir stays over the cap, live files being all that is left to remove
 
 
 class SpillStore:
@@ -175,29 +186,47 @@ class SpillStore:
         out.sort(key=lambda e: (-e.mtime, e.sha))
         return out
 
-    def gc(self, older_than_days: float | None = None, max_mb: float | None = None, now: float | None = None) -> GcResult:
-        """Remove files older than ``older_than_days``, then the oldest until under ``max_mb``."""
+    def gc(self, older_than_days: float | None = None, max_mb: float | None = None, now: float | None = None, *,
+           live: Collection[str] = (), force: bool = False) -> GcResult:
+        """Remove files older than ``older_than_days``, then the oldest until under ``max_mb``;
+        never a file in ``live`` (what live conversations' stubs point at) unless ``force``."""
         now = time.time() if now is None else now
-        entries = self.ls()
-        removed = freed = 0
-        keep: list[SpillEntry] = []
+        live = frozenset(live)
+        protected = frozenset() if force else live
+        entries = self.ls()  # newest first
+        gone: set[str] = set()
+        spared: dict[str, int] = {}  # sha -> size: live files a limit would have removed
+        removed = freed = removed_live = 0
+
+        def remove(e: SpillEntry) -> None:
+            nonlocal removed, freed, removed_live
+            gone.add(e.sha)
+            if _unlink(e.path):
+                removed += 1
+                freed += e.size
+                removed_live += e.sha in live
+
         for e in entries:
             if older_than_days is not None and now - e.mtime > older_than_days * 86400:
-                if _unlink(e.path):
-                    removed += 1
-                    freed += e.size
-            else:
-                keep.append(e)
+                if e.sha in protected:
+                    spared[e.sha] = e.size
+                else:
+                    remove(e)
+        over_cap = 0
         if max_mb is not None:
             cap = int(max_mb * 1024 * 1024)
-            total = sum(e.size for e in keep)
-            # keep is newest first: drop from the end (oldest) while over the cap
-            while keep and total > cap:
-                e = keep.pop()
-                if _unlink(e.path):
-                    removed += 1
-                    freed += e.size
+            total = sum(e.size for e in entries if e.sha not in gone)
+            for e in reversed(entries):  # the oldest first, while over the cap
+                if total <= cap:
+                    break
+                if e.sha in gone:
+                    continue
+                if e.sha in protected:
+                    spared[e.sha] = e.size
+                    continue
+                remove(e)
                 total -= e.size
+            over_cap = max(0, total - cap)
         # leftover temporaries of interrupted writes
         if self.dir.is_dir():
             for tmp in self.dir.glob("*/.tmp-*.part"):
@@ -206,7 +235,9 @@ class SpillStore:
                         tmp.unlink()
                 except OSError:
                     pass
-        return GcResult(removed, freed, len(keep), sum(e.size for e in keep))
+        keep = [e for e in entries if e.sha not in gone]
+        return GcResult(removed, freed, len(keep), sum(e.size for e in keep), len(spared), sum(spared.values()),
+                        removed_live, over_cap)
 
 
 def _unlink(path: Path) -> bool:

@@ -40,6 +40,7 @@ from typing import Any
 from scalpel_desktop import clock
 from scalpel_desktop.accounting.windows import context_window
 from scalpel_desktop.store import ledger_queries as q
+from scalpel_desktop.store import ledger_reports as reports
 from scalpel_desktop.store import ledger_views as v
 from scalpel_desktop.store.ledger_queries import CONVERSATION_ENDPOINTS, tables  # noqa: F401 - re-exported
 
@@ -117,9 +118,10 @@ class SessionRow:
 class SessionsData:
     now: float
     rows: list[SessionRow] = field(default_factory=list)
-    requests_today: int = 0  # these three: ledger_queries.today_savings (since local midnight)
+    requests_today: int = 0  # these four: ledger_queries.today_savings (since local midnight)
     saved_tokens_today: int = 0
     saved_usd_today: float = 0.0
+    side_calls_today: int = 0  # count_tokens and other calls that are not requests, apart
     missing: str = ""  # why there is nothing to show (no ledger yet, ...)
     contexts: dict = field(default_factory=dict)  # session -> views_data.ContextBreakdown
 
@@ -144,7 +146,7 @@ def load_sessions(conn: sqlite3.Connection, now: float, prices: Any = None,
     rows = [_session_row(f, now, projects.get(f.session, ""), named.get(f.session, ""), costs.get(f.session))
             for f in (q.session_figures(conn, s, now, RECENT_USAGE) for s in listed) if f]
     contexts = {r.session: views_data.context_breakdown(conn, r.session, now) for r in rows}
-    return SessionsData(now, rows, today.requests, today.tokens, today.usd,
+    return SessionsData(now, rows, today.requests, today.tokens, today.usd, side_calls_today=today.side_calls,
                         contexts={k: v for k, v in contexts.items() if v is not None})
 
 
@@ -288,6 +290,7 @@ class DecisionsData:
     counts: dict[str, int] = field(default_factory=dict)  # decision -> requests, all time
     include_unchanged: bool = False
     missing: str = ""
+    side_calls: dict[str, int] = field(default_factory=dict)  # endpoint -> calls that are not requests
 
 
 def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: bool = False,
@@ -298,9 +301,10 @@ def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: b
     decisions = [
         DecisionRow(int(r[0]), float(r[1]), r[2] or "", r[3] or "", r[4] or "", r[5] or "unknown", r[6] or "",
                     int(r[7] or 0), r[8], r[9], r[10])
-        for r in q.decision_rows(conn, now, include_unchanged=include_unchanged, limit=limit)
+        for r in reports.decision_rows(conn, now, include_unchanged=include_unchanged, limit=limit)
     ]
-    counts = q.decision_counts(conn, now)
+    counts = reports.decision_counts(conn, now)
+    side_calls = reports.side_call_counts(conn, now)
     cuts: list[CutRow] = []
     if "cuts" in have:
         from scalpel_desktop.store.spill import SpillStore
@@ -310,7 +314,7 @@ def load_decisions(conn: sqlite3.Connection, now: float, *, include_unchanged: b
             path = spill.path(c.original_sha256) if _HEX64.fullmatch(c.original_sha256 or "") else None
             cuts.append(CutRow(c.tool_use_id, c.created_at, c.session, c.agent, c.tool, c.kind, c.tokens,
                                c.original_sha256 or "", str(path) if path else "", _size(path)))
-    return DecisionsData(now, decisions, cuts, counts, include_unchanged)
+    return DecisionsData(now, decisions, cuts, counts, include_unchanged, side_calls=side_calls)
 
 
 def _size(path: Path | None) -> int | None:

@@ -190,3 +190,30 @@ def test_realized_carries_the_error_bound_of_each_rows_ratio():
     assert t["realized"]["sources"] == {"fit": 1, "own_request": 1, "pooled": 1}
     assert t["projected"]["changed_requests"] == 3
     assert t["decisions"] == {"cut": 1, "replayed": 1, "replayed+filtered": 1, "unchanged": 1}
+
+
+@pytest.mark.parametrize("by", [None, "day", "session", "model"])
+def test_count_tokens_calls_are_counted_apart_never_as_requests(conn, by):
+    """N requests and M count_tokens calls (even ones carrying figures a request would): the report
+    says N requests with the N's figures alone, and M count_tokens calls apart."""
+    rows = seed(conn, n=120)
+    rnd = random.Random(3)
+    calls = []
+    for i in range(37):
+        c = {"ts": NOW - rnd.uniform(0, 5 * 86400), "session": rnd.choice(["sA", "sB"]), "endpoint": "count_tokens",
+             "model": rnd.choice(MODELS[:2] + ["claude-only-counted"]), "status": 200, "input_tokens": 50_000,
+             "cache_read": 0, "cache_write_5m": 0, "cache_write_1h": 0, "output_tokens": 0, "decision": "unchanged",
+             "tokens_removed": 400, "realized_tokens": 300, "realized_usd": 1.0}
+        cols = list(c)
+        conn.execute(f"INSERT INTO requests ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                     [c[k] for k in cols])
+        calls.append(c)
+    conn.commit()
+    prices = PriceTable.builtin()
+    rep = build_report(conn, by=by, prices=prices)
+    check(rep["total"], expected(rows, prices))
+    assert rep["total"]["side_calls"] == {"count_tokens": len(calls)}
+    if by is not None:
+        assert sum(g["requests"] for g in rep["groups"]) == len(rows)
+        assert all(g["requests"] > 0 for g in rep["groups"])  # no group of count_tokens calls alone
+        assert "claude-only-counted" not in {g["key"] for g in rep["groups"]}

@@ -9,9 +9,9 @@ import pytest
 
 from scalpel_desktop.accounting.estimator import estimate_block, model_family
 from scalpel_desktop.accounting.prices import PriceTable
-from scalpel_desktop.bench.profile import ProfileError, latest_session, profile_file, resolve
+from scalpel_desktop.bench.profile import REST, ProfileError, latest_session, profile_file, resolve
 from scalpel_desktop.bench.reader import read_file
-from tests.bench.transcripts import Transcript, simple_session
+from tests.bench.transcripts import Transcript, simple_session, text, tool_use, usage
 
 
 def touch(path, mtime: float):
@@ -73,12 +73,47 @@ def test_tokens_by_kind_add_up_to_the_last_request_and_the_prefix_is_inferred(se
     fam = model_family(seq.requests[-1].model)
     history = sum(estimate_block(b, fam) for ln in seq.requests[-1].history for b in ln.blocks)
     kinds = dict(prof.by_kind)
+    assert sum(kinds.values()) == prof.measured_tokens == seq.requests[-1].usage.prompt_tokens
     assert kinds.pop("prefix (system + tools, inferred)") == prof.prefix_tokens
-    assert sum(kinds.values()) == history
     first = sum(estimate_block(b, fam) for ln in seq.requests[0].history for b in ln.blocks)
     assert prof.prefix_tokens == seq.requests[0].usage.prompt_tokens - first
+    rest = kinds.pop(REST, 0)
+    assert prof.estimate_scale == 1.0  # this session's estimates fit in what was measured: the rest has its line
+    assert sum(kinds.values()) == history and rest == prof.measured_tokens - prof.prefix_tokens - history
     assert sum(prof.by_tool.values()) == kinds["tool_results"]
     assert list(prof.by_tool) == ["Read", "Edit"]  # largest first: three big reads, one big edit result
+
+
+def _two_requests(path, last_writes: int):
+    """A prompt of 15,000 tokens, a big Read result, then a request whose measured prompt grew by
+    ``last_writes``: below the result's estimate, or above it."""
+    tr = Transcript()
+    tr.user("Please fix a.py")
+    tr.response([text("Reading."), tool_use("toolu_0")], usage(w5=15_000))
+    tr.result("toolu_0", "x = 1\n" * 3000)
+    tr.response([text("Done.")], usage(read=15_000, w5=last_writes))
+    return tr.write(path)
+
+
+@pytest.mark.parametrize("last_writes, over", [(40, True), (200_000, False)])
+def test_the_estimated_split_never_adds_up_to_more_than_the_measured_total(tmp_path, last_writes, over):
+    """The estimator is not the tokenizer: where it counts more than the provider measured, the
+    kinds are scaled down to the measurement (their shares kept); where less, the rest has its line."""
+    path = _two_requests(tmp_path / "s.jsonl", last_writes)
+    seq = read_file(path).sequences[0]
+    prof = profile_file(path, prices=PriceTable.builtin())
+    fam = model_family(seq.requests[-1].model)
+    estimate = sum(estimate_block(b, fam) for ln in seq.requests[-1].history for b in ln.blocks)
+    measured = seq.requests[-1].usage.prompt_tokens
+    assert sum(prof.by_kind.values()) == prof.measured_tokens == measured
+    room = measured - prof.prefix_tokens
+    assert (estimate > room) == over
+    if over:  # the case that once added up to more than measured
+        assert prof.estimate_scale == pytest.approx(room / estimate) and REST not in prof.by_kind
+        assert sum(prof.by_tool.values()) == prof.by_kind["tool_results"] < estimate
+        assert prof.largest[0]["tokens"] <= prof.by_kind["tool_results"]
+    else:
+        assert prof.estimate_scale == 1.0 and prof.by_kind[REST] == room - estimate > 0
 
 
 def test_largest_results_are_sorted_and_cut_at_top(session):

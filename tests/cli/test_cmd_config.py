@@ -45,7 +45,19 @@ def test_set_validates_saves_and_show_reads_it_back(capsys):
     assert json.loads(dirs().config_file.read_text()) == {"keep_recent": 7, "exclude_dirs": ["/a", "/b c"]}
 
 
+@pytest.mark.parametrize(("value", "saved"), [
+    ("[]", []), ("", []), ("  [ ] ", []), ('["/a", "/b, c"]', ["/a", "/b, c"]), ("/a, /b", ["/a", "/b"]),
+])
+def test_a_list_setting_takes_a_json_list_or_commas_and_empty_is_none(capsys, value, saved):
+    """``config show`` prints ``exclude_dirs  []``: pasting that back must not save a folder named ``[]``."""
+    code, out, _ = run(capsys, "config", "set", "exclude_dirs", value)
+    assert code == 0 and out.startswith(f"exclude_dirs = {json.dumps(saved)}")
+    assert json.loads(dirs().config_file.read_text())["exclude_dirs"] == saved
+
+
 @pytest.mark.parametrize(("key", "value", "message"), [
+    ("exclude_dirs", "[1, 2]", "exclude_dirs: '[1, 2]' is not valid; allowed: a comma-separated list or a JSON"),
+    ("exclude_dirs", "[/a", "exclude_dirs: '[/a' is not valid; allowed:"),
     ("tier", "3", "tier: '3' is not valid; allowed:"),
     ("port", "http", "port: 'http' is not valid; allowed:"),
     ("anthropic_upstream", "ftp://x", "anthropic_upstream: 'ftp://x' is not valid; allowed: an http:// or https:// URL"),

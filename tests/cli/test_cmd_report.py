@@ -91,6 +91,37 @@ def test_by_session_json_groups(capsys):
     assert groups["s1"]["cache_share"] == pytest.approx(4000 / (10 + 4000 + 20 + 500 + 4000))
 
 
+def test_count_tokens_calls_are_shown_apart_from_the_requests(capsys):
+    rows = seed_default_ledger()
+    m = 5
+    conn = db.connect()
+    conn.executemany("INSERT INTO requests (ts, session, endpoint, model, status, decision) "
+                     "VALUES (?, 's1', 'count_tokens', 'claude-sonnet-4-5-20250929', 200, 'unchanged')",
+                     [(time.time() - 100 - i,) for i in range(m)])
+    conn.commit()
+    conn.close()
+    assert main(["report", "--by", "session"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"scalpel report: {len(rows)} requests"
+    assert f"not requests, in no figure above: {m} count_tokens calls" in out
+    s1 = next(ln for ln in out.splitlines() if ln.startswith("s1 "))
+    assert s1.split()[1] == str(sum(r[1] == "s1" for r in rows))  # the session's requests alone
+    assert "unchanged 2" in out  # the decisions count requests only (2 seeded "unchanged" requests)
+    assert main(["report", "--json"]) == 0
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert (total["requests"], total["side_calls"]) == (len(rows), {"count_tokens": m})
+
+
+def test_only_count_tokens_calls_are_no_requests(capsys):
+    conn = db.connect()
+    conn.execute("INSERT INTO requests (ts, endpoint, status) VALUES (?, 'count_tokens', 200)", (time.time(),))
+    conn.commit()
+    conn.close()
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "has no requests" in out and "only 1 count_tokens calls" in out
+
+
 def test_bad_since_is_a_clear_error(capsys):
     seed_default_ledger()
     assert main(["report", "--since", "yesterday-ish"]) == 1
@@ -110,3 +141,27 @@ def test_help_runs_as_a_real_command():
                          env=os.environ, timeout=60)
     assert out.returncode == 0
     assert "--since" in out.stdout and "--by" in out.stdout and "--json" in out.stdout
+
+
+def test_the_report_shows_the_risk_budget_from_the_ledger(capsys):
+    # What the warm cuts' bets draw on, as the ledger holds it: banked less staked, and how the bets did.
+    import json as _json
+
+    from scalpel_desktop.cli import main as _main
+    from scalpel_desktop.paths import dirs as _dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    w = LedgerWriter(_dirs().database)
+    bet = _json.dumps({"turns_est": 2, "payback_usd": 0.2, "break_reason": "append"})
+    for row in ({"ts": 1.0, "banked_usd": 0.5}, {"ts": 2.0, "staked_usd": 0.3, "figures": bet},
+                {"ts": 3.0, "figures": _json.dumps({"break_reason": "ttl-expired"})}):
+        assert w.submit({"session": "s1", "endpoint": "messages", "status": 200, "model": "claude-opus-4-5", **row})
+    assert w.flush(30)
+    w.close()
+    assert _main(["report", "--json"]) == 0
+    bud = _json.loads(capsys.readouterr().out)["risk_budget"]
+    assert (bud["saved_usd"], bud["staked_usd"], bud["bets"], bud["bets_open"]) == (0.5, 0.3, 1, 0)
+    assert abs(bud["bets_lost_usd"] - 0.3) < 1e-12  # closed by the TTL break before it earned anything
+    assert _main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "risk budget" in out and "lost $0.30" in out.replace("$0.300", "$0.30")

@@ -11,9 +11,11 @@ import time
 import pytest
 
 from scalpel_desktop.cli import main
+from scalpel_desktop.config import KEYS
+from scalpel_desktop.paths import dirs
 from scalpel_desktop.store import db
 from scalpel_desktop.store.spill import SpillStore
-from scalpel_desktop.store.cutlog import CutLog
+from scalpel_desktop.store.cutlog import CutLog, CutRecord
 from scalpel_desktop.surgery.doom import find_doom_spans
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.testing import SessionBuilder, file_text
@@ -63,11 +65,65 @@ def test_spill_ls_show_gc(cuts, capsys):
     assert code == 0 and json.loads(out)["removed"] == 0
     old = time.time() - 40 * 86400
     os.utime(SpillStore().path(read_cut.original_sha256), (old, old))
+    # the conversation was seen just now: its spill files stay whatever their age, and gc says why
     code, out, _ = run(capsys, "spill", "gc", "--older-than", "30")
+    assert code == 0 and out.startswith("Removed 0 spill files") and "Kept 1 of them" in out
+    assert SpillStore().has(read_cut.original_sha256)
+    code, out, err = run(capsys, "spill", "gc", "--older-than", "30", "--force")
     assert code == 0 and out.startswith("Removed 1 spill files")
+    assert err.startswith("warning: --force removed 1 spill files") and "point nowhere" in err
     code, out, _ = run(capsys, "log", "--json")
     rows = {r["tool_use_id"]: r for r in json.loads(out)}
     assert rows[read_cut.tool_use_id]["spill_exists"] is False and rows[other.tool_use_id]["spill_exists"] is True
+
+
+def _two_cuts(now: float) -> tuple[str, str]:
+    """A cut 3 minutes old (its conversation live) and one of a conversation last seen 3 days ago."""
+    store = SpillStore()
+    fresh, stale = store.put(b"fresh output " * 500), store.put(b"stale output " * 500)
+    conn = db.connect()
+    CutLog(conn).record([CutRecord("toolu_fresh", "live-sess", "", now - 180, "duplicate", 900, fresh, 1, "e" * 64),
+                         CutRecord("toolu_stale", "old-sess", "", now - 3 * 86400, "duplicate", 900, stale, 1,
+                                   "e" * 64)])
+    conn.close()
+    return fresh, stale
+
+
+def test_gc_older_than_0_keeps_the_spill_of_a_3_minute_old_cut(capsys):
+    fresh, stale = _two_cuts(time.time())
+    store = SpillStore()
+    code, out, err = run(capsys, "spill", "gc", "--older-than", "0", "--json")
+    assert code == 0 and err == ""
+    got = json.loads(out)
+    assert store.has(fresh) and not store.has(stale)
+    assert (got["removed"], got["kept"], got["kept_live"], got["live_sessions"]) == (1, 1, 1, 1)
+    assert (got["forced"], got["removed_live"], got["over_cap_bytes"]) == (False, 0, 0)
+    assert got["kept_live_bytes"] == store.path(fresh).stat().st_size
+    assert got["live_window_hours"] == KEYS["spill_keep_live_hours"].default + 1  # plus the 1 h TTL
+    code, out, _ = run(capsys, "spill", "gc", "--older-than", "0", "--max-mb", "0")  # the cap spares it too
+    assert code == 0 and store.has(fresh) and "Kept 1 of them" in out and "over the cap" in out
+    code, out, err = run(capsys, "spill", "gc", "--older-than", "0", "--force", "--json")
+    assert code == 0 and not store.has(fresh) and "point nowhere" in err
+    assert (json.loads(out)["removed_live"], json.loads(out)["forced"]) == (1, True)
+
+
+def test_gc_live_window_is_a_setting(capsys):
+    fresh, stale = _two_cuts(time.time())
+    assert run(capsys, "config", "set", "spill_keep_live_hours", "100")[0] == 0  # 3 days ago is live now
+    code, out, _ = run(capsys, "spill", "gc", "--older-than", "0", "--json")
+    assert code == 0 and json.loads(out)["kept_live"] == 2 and SpillStore().has(stale)
+    code, _, err = run(capsys, "config", "set", "spill_keep_live_hours", "-1")
+    assert code == 1 and "spill_keep_live_hours: '-1' is not valid" in err
+
+
+def test_gc_removes_nothing_when_it_cannot_tell_what_is_live(capsys):
+    fresh, _ = _two_cuts(time.time())
+    database = dirs().database
+    database.write_bytes(b"not a database " * 400)
+    code, out, err = run(capsys, "spill", "gc", "--older-than", "0")
+    assert code == 1 and out == "" and "cannot tell which spill files live conversations point at" in err
+    assert SpillStore().has(fresh)
+    assert run(capsys, "spill", "gc", "--older-than", "0", "--force")[0] == 0 and not SpillStore().has(fresh)
 
 
 def test_log(cuts, capsys):

@@ -78,7 +78,11 @@ def test_fits_80_columns_and_pipes_at_full_width(seeded, argv):
     assert "not shown at" not in out.stdout  # piped: every column
 
 
-def test_session_ids_and_costs_are_whole(seeded):
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_session_ids_and_costs_are_whole(seeded, columns):
+    """Piped: one line per session with every column. On a terminal too narrow for that, each
+    session id stands whole on its own line above its figures, so the figures keep the width:
+    at 80 columns only the least telling ones drop (once 8 of the 13 figure columns went)."""
     from scalpel_desktop.accounting.prices import PriceTable
     from scalpel_desktop.accounting.report import build_report
     from scalpel_desktop.store.ledger_queries import open_readonly
@@ -87,10 +91,21 @@ def test_session_ids_and_costs_are_whole(seeded):
     conn = open_readonly()
     rep = build_report(conn, by="session", prices=PriceTable.load())
     conn.close()
-    for text in (in_terminal("report", "--by", "session"), piped("report", "--by", "session").stdout):
-        for g in rep["groups"]:
-            line = next(ln for ln in text.splitlines() if ln.startswith(g["key"] + " "))
-            assert usd(g["cost_usd"]) in line.split(), line
+    term = in_terminal("report", "--by", "session", columns=columns)
+    assert not [ln for ln in term.splitlines() if len(ln) > columns], term
+    lines = term.splitlines()
+    for g in rep["groups"]:
+        at = lines.index(g["key"])  # the id alone on its line, whole
+        assert usd(g["cost_usd"]) in lines[at + 1].split() and f"{g['requests']:,}" in lines[at + 1].split()
+    header = next(ln for ln in lines if ln.split()[:1] == ["reqs"])
+    for title in ("cost", "cache%", "saved", "saved $", "c.read", "output"):
+        assert title in header, header
+    dropped = re.search(r"not shown at \d+ columns: ([^;]*);", " ".join(term.split()))
+    assert dropped is None or set(dropped.group(1).split(", ")) <= {"wr 1h", "proj.", "proj. $", "±$"}
+    piped_lines = piped("report", "--by", "session").stdout.splitlines()
+    for g in rep["groups"]:
+        line = next(ln for ln in piped_lines if ln.startswith(g["key"] + " "))
+        assert usd(g["cost_usd"]) in line.split() and len(line.split()) == 14, line  # every column
 
 
 def test_log_hashes_and_session_prefixes_paste_back(seeded):

@@ -85,6 +85,18 @@ def test_today_is_since_local_midnight_and_honours_the_test_clock(tmp_path, monk
     assert q.today_savings_or_zero().requests == 3
 
 
+def test_count_tokens_calls_are_side_calls_not_requests():
+    """A ledger with N conversation requests and M count_tokens calls: N requests, M apart, and the
+    side calls' columns in no saving (a row without an endpoint, hand-made, is a request)."""
+    n, m = 5, 3
+    write([req(1000.0 + i, realized_tokens=10, realized_usd=0.5) for i in range(n)]
+          + [req(1100.0 + i, endpoint="count_tokens", realized_tokens=7_777, realized_usd=9.0) for i in range(m)]
+          + [{"ts": 1200.0, "session": "s1", "status": 200}])
+    got = q.with_ledger(None, q.savings_since, 0.0)
+    assert (got.requests, got.side_calls, got.tokens, got.usd) == (n + 1, m, 10 * n, pytest.approx(0.5 * n))
+    assert q.with_ledger(None, q.savings_since, 1100.0, 1200.0).side_calls == m
+
+
 def test_savings_since_bounds():
     write([req(1000.0, realized_tokens=1, realized_usd=0.1), req(2000.0, realized_tokens=2, realized_usd=0.2),
            req(3000.0, realized_tokens=4, realized_usd=0.4)])
@@ -123,19 +135,6 @@ def test_session_figures_fall_back_to_the_estimate():
     write([req(100.0, est_tokens_before=5000, est_tokens_after=4200, status=529, error="HTTP 529")])
     f = q.with_ledger(None, q.session_figures, "s1")
     assert (f.context_tokens, f.context_source, f.context_cache_read, f.cache_share) == (4200, "estimate", None, None)
-
-
-def test_report_rows_and_decisions():
-    write([req(100.0, decision="unchanged", model="m1"), req(200.0, decision="cut", model="m2"),
-           req(300.0, decision=None, model="m1")])
-    conn = q.open_readonly()
-    rows = list(q.report_rows(conn, since=100.0, until=300.0, group="model"))
-    assert [r[0] for r in rows] == ["m1", "m2"] and len(rows[0]) == 1 + len(q.REPORT_COLUMNS)
-    assert [r[5] for r in q.decision_rows(conn, 1000.0)] == ["cut"]  # unchanged (and unknown) left out
-    assert len(q.decision_rows(conn, 1000.0, include_unchanged=True)) == 3
-    assert q.decision_counts(conn, 1000.0) == {"unchanged": 1, "cut": 1, "unknown": 1}
-    assert q.ledger_version(conn)[0] == 3
-    conn.close()
 
 
 def test_the_surgery_log_queries():
@@ -192,3 +191,21 @@ def test_only_the_store_touches_the_ledgers_tables(tmp_path):
     (tmp_path / "tray").mkdir()
     (tmp_path / "tray" / "bad.py").write_text('conn.execute("SELECT COUNT(*) FROM cuts WHERE x = ?")\n')
     assert ledger_sql_outside_store(tmp_path) == ["tray/bad.py"]
+
+
+def test_today_is_unknown_not_zero_when_the_ledger_is_there_and_cannot_be_read(tmp_path):
+    assert q.today_savings_or_unknown(tmp_path / "none.sqlite3") == (q.Savings(), "")  # no ledger: a true 0
+    empty = tmp_path / "empty.sqlite3"
+    sqlite3.connect(empty).close()
+    assert q.today_savings_or_unknown(empty) == (q.Savings(), "")  # a new file, tables not made yet
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"not a database, " * 512)
+    folder = tmp_path / "folder.sqlite3"
+    folder.mkdir()
+    for broken in (garbage, folder):
+        today, why = q.today_savings_or_unknown(broken)
+        assert today is None and why, broken
+    now = time.time()
+    write([req(now - 1, realized_tokens=34, realized_usd=0.0025)])
+    today, why = q.today_savings_or_unknown(now=now)
+    assert (today.tokens, today.requests, why) == (34, 1, "")

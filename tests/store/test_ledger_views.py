@@ -69,3 +69,17 @@ def test_a_cut_names_the_file_its_call_read(isolated_home):
         assert (entry.tool, entry.target) == ("Read", "~/work/proj/a.py")
     finally:
         ro.close()
+
+
+def test_usage_rows_are_requests_never_count_tokens_calls():
+    w = LedgerWriter(dirs().database)
+    for endpoint in ("messages", "count_tokens", "messages"):
+        assert w.submit({"ts": 100.0, "session": SID, "endpoint": endpoint, "input_tokens": 7, "cache_read": 0,
+                         "output_tokens": 1})
+    assert w.flush(10)
+    w.close()
+    conn = q.open_readonly()
+    try:
+        assert len(v.usage_rows(conn, None, 2e9)) == 2 and len(v.usage_rows(conn, 50.0, 2e9, [SID])) == 2
+    finally:
+        conn.close()

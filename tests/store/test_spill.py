@@ -74,6 +74,43 @@ def test_gc_by_age_then_size():
     assert s.gc(older_than_days=30, max_mb=1.0, now=now).removed == 0
 
 
+def _aged(s: SpillStore, now: float, ages_days: list[float]) -> list[str]:
+    shas = []
+    for i, age_days in enumerate(ages_days):
+        sha = s.put(bytes([100 + i]) * 1024 * 512)  # 0.5 MB each
+        t = now - age_days * 86400
+        os.utime(s.path(sha), (t, t))
+        shas.append(sha)
+    return shas
+
+
+def test_gc_never_removes_a_live_file_by_age_or_by_the_cap():
+    s = SpillStore()
+    now = time.time()
+    old_live, old_dead, new_dead, new_live = _aged(s, now, [40, 35, 2, 1])
+    live = {old_live, new_live}
+    r = s.gc(older_than_days=30, now=now, live=live)
+    assert s.has(old_live) and not s.has(old_dead)
+    assert (r.removed, r.removed_live, r.kept, r.kept_live) == (1, 0, 3, 1)  # old_live spared by the age limit
+    assert r.kept_live_bytes == 512 * 1024
+    r = s.gc(max_mb=0.6, now=now, live=live)  # 1.5 MB left: the cap passes over the live ones, takes new_dead
+    assert s.has(old_live) and s.has(new_live) and not s.has(new_dead)
+    assert (r.removed, r.kept_live) == (1, 2)  # both live files were in the cap's way, both spared
+    assert r.over_cap_bytes == 1024 * 1024 - int(0.6 * 1024 * 1024)  # only live files are left, over the cap
+    r = s.gc(older_than_days=0, max_mb=0, now=now, live=live)
+    assert r.removed == 0 and r.kept_live == 2 and s.has(old_live) and s.has(new_live)
+    assert s.gc(max_mb=1.0, now=now, live=live).kept_live == 0  # under the cap: nothing was in the way
+
+
+def test_gc_forced_removes_live_files_and_counts_them():
+    s = SpillStore()
+    now = time.time()
+    old_live, old_dead = _aged(s, now, [40, 35])
+    r = s.gc(older_than_days=30, now=now, live={old_live}, force=True)
+    assert not s.has(old_live) and not s.has(old_dead)
+    assert (r.removed, r.removed_live, r.kept_live) == (2, 1, 0)
+
+
 def test_durable_put_fsyncs_file_and_dir(monkeypatch):
     calls = []
     real = os.fsync

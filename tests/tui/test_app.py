@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, RadioSet, Switch, TabbedContent
 
+from scalpel_desktop import clock
 from scalpel_desktop.config import Config
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.runtime import Runtime
@@ -12,12 +13,14 @@ from scalpel_desktop.store.ledger_queries import open_readonly, today_savings
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tools.store import ToolStore
 from scalpel_desktop.tui.app import make_app
+from scalpel_desktop.tui.screens.sessions import COLUMNS
 from tests.tui.helpers import (
-    PANES, expected_realized, expected_session, listed_sessions, row_keys, row_text, settle, text_of, wait_until,
+    CONVERSATION, PANES, expected_realized, expected_session, listed_sessions, row_keys, row_text, settle, text_of, wait_until,
 )
 from tests.tui.seed import NOW
 
 SIZE = (120, 40)
+AT = {key: i for i, (key, _label) in enumerate(COLUMNS)}  # a sessions cell's place, by its column's key
 pytestmark = pytest.mark.anyio
 
 
@@ -47,18 +50,25 @@ async def test_number_keys_switch_tabs_and_show_the_seeded_figures(seeded):
         for session in listed_sessions(seeded):
             exp = expected_session(seeded, session)
             cells = row_text(app, "#sessions-table", session)
-            assert cells[4] == f"{exp['context']:,}"
-            assert cells[5].endswith(f"{exp['share'] * 100:.0f}%")
-            assert cells[6] == f"{exp['cache'] * 100:.0f}%"
-            assert cells[7] == str(exp["turns"])
+            assert cells[AT["context"]] == f"{exp['context']:,}"
+            assert cells[AT["share"]].endswith(f"{exp['share'] * 100:.0f}%")
+            assert cells[AT["cache"]] == f"{exp['cache'] * 100:.0f}%"
+            assert cells[AT["turns"]] == str(exp["turns"])
+            assert cells[AT["realized"]] == fmt.tokens(exp["realized"])
         # Today's saving, from the reader's query (the tray's, the statusline's, `scalpel status`'s).
         conn = open_readonly()
         today = today_savings(conn, NOW)
         conn.close()
         assert today.tokens > 0
         summary = text_of(app, "#sessions-summary")
-        assert (f"{today.requests:,} request(s) today, saved {today.tokens:,} tokens ({fmt.usd(today.usd)}) today"
-                in summary), summary
+        # count_tokens calls are not requests: counted apart, from the seeded rows alone
+        midnight = clock.start_of_today(NOW)
+        todays = [r for r in seeded.requests if midnight <= r["ts"] <= NOW]
+        requests = sum(r["endpoint"] in CONVERSATION for r in todays)
+        side = sum(r["endpoint"] == "count_tokens" for r in todays)
+        assert side > 0 and (today.requests, today.side_calls) == (requests, side)
+        assert (f"{requests:,} request(s) (+{side:,} count_tokens) today, saved {today.tokens:,} tokens "
+                f"({fmt.usd(today.usd)}) today" in summary), summary
         for i, pane in enumerate(PANES, 1):
             await pilot.press(str(i))
             await settle(pilot)
@@ -74,9 +84,13 @@ async def test_number_keys_switch_tabs_and_show_the_seeded_figures(seeded):
         assert app.query_one("#cuts-table", DataTable).row_count == len(seeded.cuts)
         changed = sum(1 for r in seeded.requests if r["decision"] != "unchanged")
         assert app.query_one("#decisions-table", DataTable).row_count == min(200, changed)
-        await pilot.press("a")  # every request, unchanged ones too
+        await pilot.press("a")  # every request, unchanged ones too; a count_tokens call is no request
         await settle(pilot)
-        assert app.query_one("#decisions-table", DataTable).row_count == min(200, len(seeded.requests))
+        requests = sum(r["endpoint"] in CONVERSATION for r in seeded.requests)
+        assert requests < len(seeded.requests)
+        assert app.query_one("#decisions-table", DataTable).row_count == min(200, requests)
+        side = sum(r["endpoint"] == "count_tokens" for r in seeded.requests)
+        assert text_of(app, "#decisions-summary").endswith(f" · count_tokens {side:,} (not requests)")
         await pilot.press("a")
         await settle(pilot)
         newest = min(seeded.cuts, key=lambda c: (-c.created_at, c.tool_use_id))  # newest first, then by id
@@ -211,8 +225,8 @@ async def test_refreshes_live_while_the_proxy_runs(seeded, proxy):
         assert w.flush(10)
         w.close()
         assert await wait_until(pilot, lambda: "s-brand-new" in row_keys(app, "#sessions-table"))
-        assert row_text(app, "#sessions-table", "s-brand-new")[4] == f"{40_010:,}"
-        assert row_text(app, "#sessions-table", "s-brand-new")[5].endswith("20%")
+        assert row_text(app, "#sessions-table", "s-brand-new")[AT["context"]] == f"{40_010:,}"
+        assert row_text(app, "#sessions-table", "s-brand-new")[AT["share"]].endswith("20%")
 
 
 async def test_without_a_ledger_every_tab_says_why(isolated_home):

@@ -7,7 +7,7 @@ import pytest
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.store.ledger_queries import today_savings
 from scalpel_desktop.tui import data
-from tests.tui.helpers import expected_realized, expected_session, listed_sessions, period_start
+from tests.tui.helpers import CONVERSATION, expected_realized, expected_session, listed_sessions, period_start
 from tests.tui.seed import DAY
 
 
@@ -26,7 +26,9 @@ def test_sessions_match_the_seeded_rows(seeded, conn):
     got = data.load_sessions(conn, seeded.now)
     assert [r.session for r in got.rows] == listed_sessions(seeded)
     assert len(got.rows) == 5 and got.active == 2
-    assert got.requests_today == sum(1 for r in seeded.requests if period_start(seeded.now, 1) <= r["ts"] <= seeded.now)
+    todays = [r for r in seeded.requests if period_start(seeded.now, 1) <= r["ts"] <= seeded.now]
+    assert got.requests_today == sum(r["endpoint"] in CONVERSATION for r in todays)  # count_tokens calls apart:
+    assert got.side_calls_today == sum(r["endpoint"] == "count_tokens" for r in todays) > 0
     tokens, usd = expected_realized(seeded, 1)
     assert tokens > 0 and (got.saved_tokens_today, got.saved_usd_today) == (tokens, pytest.approx(usd))
     today = today_savings(conn, seeded.now)  # the reader's query, the tray's and the statusline's
@@ -80,8 +82,10 @@ def test_decisions_log_and_cuts(seeded, conn):
     assert all(d.decision != "unchanged" for d in got.decisions)
     counts: dict[str, int] = {}
     for r in seeded.requests:
-        counts[r["decision"]] = counts.get(r["decision"], 0) + 1
+        if r["endpoint"] in CONVERSATION:  # a count_tokens call is no request: counted apart
+            counts[r["decision"]] = counts.get(r["decision"], 0) + 1
     assert got.counts == counts
+    assert got.side_calls == {"count_tokens": sum(r["endpoint"] == "count_tokens" for r in seeded.requests)}
     assert len(got.cuts) == len(seeded.cuts)
     by_id = {c.tool_use_id: c for c in seeded.cuts}
     tools = {tid: tool for s in seeded.sessions.values() for tid, tool in s.get("calls", [])}

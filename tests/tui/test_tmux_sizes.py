@@ -3,7 +3,9 @@
 tmux runs the dashboard as a user would (``new-session -d -x W -y H``,
 ``capture-pane -p``) on the seeded ledger, its clock moved to the seed's
 ``NOW`` through the test clock file. At each size the sessions table shows its
-header and every listed session; the tools tab shows at least 8 inventory rows
+header and every listed session with its savings column (120x40 once hid
+it); the decisions tab shows rows of both its tables and the highlighted cut's
+detail (80x24 once showed none); the tools tab shows at least 8 inventory rows
 (100x30 once showed 4 of 25). A Pilot run at the same sizes checks that a
 table wider than the screen scrolls sideways to its last column instead of
 cutting it.
@@ -19,6 +21,8 @@ import sys
 import time
 import uuid
 
+import re
+
 import pytest
 from textual.widgets import DataTable
 
@@ -26,10 +30,12 @@ from scalpel_desktop import clock
 from scalpel_desktop.tui.app import make_app
 from tests.support import REPO, require
 from tests.tui.conftest import frozen
-from tests.tui.helpers import PANES, listed_sessions, settle
+from scalpel_desktop.tui import format as fmt
+from tests.tui.helpers import PANES, expected_session, listed_sessions, settle
 from tests.tui.seed import NOW
 
 SIZES = ((80, 24), (100, 30), (120, 40))
+DECISION_ROW = re.compile(r"^\s*\d\d-\d\d \d\d:\d\d\s")  # a table row starts with its day and time
 ENV_KEYS = ("HOME", "SCALPEL_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
             "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TZ", "PATH", "SCALPEL_TEST_CLOCK_FILE")
 
@@ -80,6 +86,24 @@ def test_real_dashboard_in_tmux(size, seeded, tmp_path, monkeypatch):
         assert "Project" in shown and "Session" in shown and "Cost" in shown
         listed = listed_sessions(seeded)
         assert all(s[:8] in shown for s in listed), shown
+        # the savings column is on screen, with each session's figure on its row (120x40 once hid it)
+        header = next(ln for ln in lines if "Session" in ln and "Cost" in ln)
+        assert "Saved" in header, shown
+        for s in listed:
+            row = next(ln for ln in lines if s[:8] in ln)
+            assert fmt.tokens(expected_session(seeded, s)["realized"]) in row.split(), row
+        tmux.run("send-keys", "-t", "t", str(PANES.index("decisions") + 1))
+
+        def decision_rows(shown: str) -> tuple[int, int]:
+            """Rows on screen of the requests table and of the cuts table (80x24 once showed none)."""
+            at = shown.splitlines()
+            cuts = next(i for i, ln in enumerate(at) if ln.lstrip().startswith("Cuts (surgery log)"))
+            rows = [bool(DECISION_ROW.match(ln)) for ln in at]
+            return sum(rows[:cuts]), sum(rows[cuts:])
+
+        shown = tmux.wait_for("Cuts (surgery log)", ready=lambda shown: min(decision_rows(shown)) >= 2)
+        assert all(len(ln) <= width for ln in shown.splitlines())
+        assert "scalpel spill show" in " ".join(shown.split())  # the highlighted cut's command (it may wrap)
         tmux.run("send-keys", "-t", "t", str(PANES.index("tools") + 1))
         def tool_rows(shown: str) -> list[str]:
             return [ln for ln in shown.splitlines() if "[ ] keep" in ln or "[x] remove" in ln]

@@ -41,7 +41,7 @@ class DecisionsView(Vertical):
                            ("removed", "Removed (est.)"), ("realized", "Realized"), ("reason", "Why")):
             requests.add_column(label, key=key)
         yield requests
-        yield Static("Cuts (surgery log): every removed tool result, kept byte for byte in a spill file",
+        yield Static("Cuts (surgery log): each removed tool result, kept whole in a spill file",
                      id="cuts-title", classes="subtitle")
         cuts: DataTable = DataTable(id="cuts-table", cursor_type="row", zebra_stripes=True)
         for key, label in (("time", "Time"), ("session", "Session"), ("tool", "Tool"), ("kind", "Why"),
@@ -60,9 +60,12 @@ class DecisionsView(Vertical):
             summary.update(f"Nothing to show yet: {data.missing}.")
             return
         counts = " · ".join(f"{k} {v:,}" for k, v in sorted(data.counts.items(), key=lambda kv: -kv[1]))
-        shown = "all requests" if data.include_unchanged else "requests the pipeline changed, refused or failed"
-        summary.update(Text.assemble(("Decisions ", "bold"), f"({shown}; a: toggle) — all time: ", (counts or "none",
-                                                                                                      "dim")))
+        shown = ("All requests", " (a: changed only)") if data.include_unchanged else (
+            "Changed, refused or failed requests", " (a: all)")
+        # Short: at 80x24 this summary and both tables share 19 lines. count_tokens calls are no requests.
+        side = "".join(f" · {endpoint} {n:,} (not requests)" for endpoint, n in data.side_calls.items())
+        summary.update(Text.assemble((shown[0], "bold"), shown[1], " · all time: ", (counts or "none", "dim"),
+                                     (side, "dim")))
         table = self.query_one("#decisions-table", DataTable)
         cursor = table.cursor_row
         table.clear()
@@ -129,14 +132,16 @@ class DecisionsView(Vertical):
 
         shown = home_relative(Path(c.spill_path)) if c.spill_path else "?"
         link = Path(c.spill_path).as_uri() if c.spill_path else ""
+        # What to do next first (the command that shows the original), the long spill path last:
+        # on a short screen the detail is capped and scrolls, and the path is what may need it.
         detail.update(Text.assemble(
             ("Cut ", "dim"), (c.tool_use_id, "bold"), (" of ", "dim"), c.tool or "an unrecorded tool",
-            ("  session ", "dim"), c.session, "\n",
-            ("Why ", "dim"), KIND_WHY.get(c.kind, c.kind), ("  ·  size ", "dim"), f"{fmt.tokens(c.tokens)} tokens",
-            "\n",
+            ("  ·  size ", "dim"), f"{fmt.tokens(c.tokens)} tokens",
+            ("  ·  scalpel spill show " + c.sha256[:12], "dim"), "\n",
+            ("Why ", "dim"), KIND_WHY.get(c.kind, c.kind), "\n",
+            ("Session ", "dim"), c.session, "\n",
             ("Original ", "dim"), (shown, f"link {link}" if link else ""),
-            (f"  ({fmt.size_bytes(c.spill_bytes)})" if c.spill_bytes is not None else "  (spill file gone)", "dim"),
-            ("  ·  scalpel spill show " + c.sha256[:12], "dim")))
+            (f"  ({fmt.size_bytes(c.spill_bytes)})" if c.spill_bytes is not None else "  (spill file gone)", "dim")))
 
 
 def spill_cell(c: CutRow) -> Text:

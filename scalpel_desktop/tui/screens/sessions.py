@@ -13,11 +13,14 @@ from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
 from scalpel_desktop.tui.widgets.context_bars import ContextBars
 
+# What a session cost and what scalpel saved it sit side by side, before the wide columns, so the
+# saving is on screen from 80 columns up (at its old place, last, it was off screen even at 120).
 COLUMNS = (
     ("project", "Project"),
     ("session", "Session"),
     ("title", "Title"),
     ("cost", "Cost"),
+    ("realized", "Saved"),
     ("context", "Context now"),
     ("share", "Share of window"),
     ("cache", "Cache"),
@@ -25,7 +28,6 @@ COLUMNS = (
     ("model", "Model"),
     ("decision", "Last decision"),
     ("seen", "Last request"),
-    ("realized", "Realized"),
 )
 TITLE_CELL = 28
 
@@ -52,7 +54,10 @@ class SessionsView(Vertical):
             summary.update(Text.assemble(
                 (f"{len(data.rows)}", "bold"), " session(s) seen in the last 24 h, ",
                 (f"{data.active}", "bold"), f" active (a request in the last {int(ACTIVE_S // 60)} min) · ",
-                (f"{data.requests_today:,}", "bold"), " request(s) today, saved ",
+                (f"{data.requests_today:,}", "bold"), " request(s) ",
+                # count_tokens calls are not requests (ledger_queries._REQUEST): apart, never in the count
+                (f"(+{data.side_calls_today:,} count_tokens) " if data.side_calls_today else "", "dim"),
+                "today, saved ",
                 (f"{data.saved_tokens_today:,}", "bold"), " tokens (", (fmt.usd(data.saved_usd_today), "bold"),
                 ") today"))
         cursor = table.cursor_row
@@ -109,6 +114,7 @@ def cells(row: SessionRow, now: float, short: str | None = None) -> tuple:
         short or row.session,
         fmt.clip(row.title, TITLE_CELL) if row.title else Text("—", style="dim"),
         Text(fmt.usd(row.cost_usd), justify="right"),
+        Text(fmt.tokens(row.realized_tokens), justify="right"),
         Text(ctx, justify="right"),
         Text.assemble((fmt.bar(share, 10), share_style), f" {fmt.pct(share):>4}"),
         Text(fmt.pct(row.cache_share), justify="right"),
@@ -116,7 +122,6 @@ def cells(row: SessionRow, now: float, short: str | None = None) -> tuple:
         fmt.short_model(row.model),
         Text(row.last_decision or "—", style=decision_style(row.last_decision)),
         fmt.age(now - row.last_ts),
-        Text(fmt.tokens(row.realized_tokens), justify="right"),
     )
 
 

@@ -54,7 +54,7 @@ async def test_the_requests_the_cuts_and_the_detail(isolated_home):
         view.show(data)
         await settle(pilot)
         summary = text_of(app, "#decisions-summary")
-        assert "requests the pipeline changed, refused or failed" in summary
+        assert summary.startswith("Changed, refused or failed requests (a: all) · all time: ")
         assert summary.endswith("unchanged 50 · replayed 9 · cut 7")  # most first
         assert row_keys(app, "#decisions-table") == ["1", "2"]
         first = row_text(app, "#decisions-table", "1")
@@ -100,6 +100,9 @@ async def test_the_requests_the_cuts_and_the_detail(isolated_home):
         await settle(pilot)
         assert requests.row_count == 0 and cuts_table.row_count == 0
         assert text_of(app, "#cut-detail") == "No cuts recorded yet." and text_of(app, "#decisions-summary").endswith("none")
+        view.show(DecisionsData(NOW, [decision(1)], counts={"cut": 1}, side_calls={"count_tokens": 12}))
+        await settle(pilot)
+        assert text_of(app, "#decisions-summary").endswith("cut 1 · count_tokens 12 (not requests)")
         view.show(DecisionsData(NOW, missing="no ledger at ~/x"))
         await settle(pilot)
         assert text_of(app, "#decisions-summary") == "Nothing to show yet: no ledger at ~/x."
@@ -117,7 +120,7 @@ async def test_a_asks_for_the_unchanged_requests_and_back():
         assert app.posted == [ReloadRequested("decisions")]
         view.show(DecisionsData(NOW, [decision(1)], include_unchanged=True))
         await settle(pilot)
-        assert "(all requests; a: toggle)" in text_of(app, "#decisions-summary")
+        assert text_of(app, "#decisions-summary").startswith("All requests (a: changed only) · all time: ")
         await pilot.press("a")
         await settle(pilot)
         assert view.include_unchanged is False and len(app.posted) == 2

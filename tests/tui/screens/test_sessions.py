@@ -35,28 +35,31 @@ ROWS = [session("aaaaaaaa-1111"), session("aaaaaaaa-2222", active=False, project
 CTX = ContextBreakdown("aaaaaaaa-1111", "m", 200_000, 120_000, True, (("messages", "Messages", 120_000),))
 DATA = SessionsData(NOW, ROWS, requests_today=321, saved_tokens_today=45_678, saved_usd_today=0.5,
                     contexts={"aaaaaaaa-1111": CTX})
+AT = {key: i for i, (key, _label) in enumerate(COLUMNS)}  # a cell's place, by its column's key
 
 
 def test_the_cells_say_each_figure_once_in_its_column():
     got = [str(c) for c in cells(ROWS[0], NOW)]
     assert len(got) == len(COLUMNS)
-    assert got == ["● scalpel-desktop", "aaaaaaaa-1111", "Fix the tray", "$1.25", "120,000",
-                   "██████···· " + " 60%", "90%", "12", "sonnet-4-5", "cut", "1m ago", "4,321"]
+    assert got == ["● scalpel-desktop", "aaaaaaaa-1111", "Fix the tray", "$1.25", "4,321", "120,000",
+                   "██████···· " + " 60%", "90%", "12", "sonnet-4-5", "cut", "1m ago"]
+    assert AT["realized"] == AT["cost"] + 1  # the saving next to the cost, before the wide columns
     unknown = [str(c) for c in cells(ROWS[1], NOW, "aaaaaaaa-2")]
-    assert unknown[:3] == ["○ ?", "aaaaaaaa-2", "—"] and unknown[4] == "—" and unknown[5].endswith("   —")
-    assert unknown[6] == "—" and unknown[9] == "—"
+    assert unknown[:3] == ["○ ?", "aaaaaaaa-2", "—"] and unknown[AT["context"]] == "—"
+    assert unknown[AT["share"]].endswith("   —")
+    assert unknown[AT["cache"]] == "—" and unknown[AT["decision"]] == "—"
 
 
 def test_an_estimated_context_is_marked_and_a_long_title_clipped():
     row = session("s", context_source="estimate", title="x" * 60)
     got = [str(c) for c in cells(row, NOW)]
-    assert got[4] == "120,000~"
+    assert got[AT["context"]] == "120,000~"
     assert len(got[2]) == TITLE_CELL and got[2].endswith("…")
 
 
 @pytest.mark.parametrize("share, style", [(0.1, "green"), (0.5, "yellow"), (0.79, "yellow"), (0.8, "red"), (1.2, "red")])
 def test_the_share_turns_yellow_then_red_as_the_window_fills(share, style):
-    bar = cells(session("s", context_tokens=int(share * 200_000)), NOW)[5]
+    bar = cells(session("s", context_tokens=int(share * 200_000)), NOW)[AT["share"]]
     assert str(bar.spans[0].style) == style
 
 
