@@ -162,7 +162,7 @@ def _print_rich(rep: dict[str, Any]) -> None:
         line = (f"risk budget (the warm cuts' bets, whole ledger): saved {usd(bud['saved_usd'])}, staked "
                 f"{usd(bud['staked_usd'])}, left {usd(bud['balance_usd'])}")
         if bud["bets"]:
-            line += (f"; {bud['bets']:,} bets here, lost {usd(bud['bets_lost_usd'])} on those that did not pay, "
+            line += (f"; {bud['bets']:,} bet{'s' if bud['bets'] != 1 else ''} here, lost {usd(bud['bets_lost_usd'])} on those that did not pay, "
                      f"earned on {bud['turns_earned']:,} of {bud['turns_estimated']:,} requests estimated"
                      + (f", {bud['bets_open']:,} still earning" if bud["bets_open"] else ""))
         say(line)
