@@ -29,6 +29,7 @@ def _records(session: str | None, limit: int):
     import sqlite3
 
     from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.budget_ledger import bets
     from scalpel_desktop.store.ledger_queries import cut_decisions, cut_entries, match_sessions, open_readonly
 
     try:
@@ -42,7 +43,7 @@ def _records(session: str | None, limit: int):
     try:
         if session is None:
             recs = cut_entries(conn, limit=limit)
-            return None, recs, match_sessions(conn, "", limit=100_000), cut_decisions(conn, recs)
+            return None, recs, match_sessions(conn, "", limit=100_000), _with_bets(conn, recs, cut_decisions, bets)
         like = match_sessions(conn, session, limit=3)
         if session in like:
             like = [session]
@@ -52,7 +53,7 @@ def _records(session: str | None, limit: int):
             raise CliError(f"session prefix {session!r} is ambiguous: {', '.join(like[:2])}, ...; "
                            "give more characters")
         recs = cut_entries(conn, session=like[0], limit=limit)
-        return like[0], recs, like, cut_decisions(conn, recs)
+        return like[0], recs, like, _with_bets(conn, recs, cut_decisions, bets)
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             if session is not None:
@@ -61,6 +62,21 @@ def _records(session: str | None, limit: int):
         raise CliError(f"cannot read the surgery log: {e}") from None
     finally:
         conn.close()
+
+
+def _with_bets(conn, recs, cut_decisions, bets) -> dict:
+    """Each cut's decision (reason, figures), a warm one's with how its bet did: the later requests it
+    really earned on against those estimated (``store/budget_ledger.bets``), under ``"bet"``."""
+    got = cut_decisions(conn, recs)
+    if not any("extra_usd" in (f or "") for _, f in got.values()):
+        return got
+    made = bets(conn)
+    out = {}
+    for r in recs:
+        reason, figures = got.get(r.tool_use_id, ("", None))
+        mine = [b for b in made if b.session == r.session and b.agent == (r.agent or "") and b.ts <= r.created_at]
+        out[r.tool_use_id] = (reason, figures, mine[-1] if mine and "extra_usd" in (figures or "") else None)
+    return out
 
 
 def _unknown(session: str) -> str:
@@ -80,9 +96,12 @@ def _log(args: argparse.Namespace) -> int:
     rows = []
     for r in recs:
         path = spill.path(r.original_sha256)
-        reason, figures = decisions.get(r.tool_use_id, ("", None))
+        reason, figures, *bet = decisions.get(r.tool_use_id, ("", None))
+        bet = bet[0] if bet else None
         rows.append({
             **_decision(reason, figures),
+            "turns_earned": bet.turns if bet is not None else None,
+            "bet_closed": bet.closed if bet is not None else None,
             "created_at": r.created_at,
             "session": r.session,
             "agent": r.agent,
@@ -127,6 +146,8 @@ def _log(args: argparse.Namespace) -> int:
         if r["reason"] and key not in shown:
             shown.add(key)
             pay = f", repays {r['payback_x']}x over {r['turns_est']} turns" if r["payback_x"] is not None else ""
+            if r["turns_earned"] is not None:  # how the bet did: realized against estimated
+                pay += (f" (earned on {r['turns_earned']} of them" + ("" if r["bet_closed"] else " so far") + ")")
             stops = "nothing surely read" if r["read_stops_at"] == -1 else \
                 f"read stops at message {r['read_stops_at']}"
             say(f"  {ids.get(r['session'], '-')}: {r['boundary']} boundary ({stops}){pay} - {r['reason']}")

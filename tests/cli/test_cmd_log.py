@@ -77,3 +77,30 @@ def test_a_limit_under_one_is_refused(capsys):
 def test_no_ledger_yet(capsys):
     assert run(capsys, "log") == (0, "No cuts recorded yet.\n", "")
     assert run(capsys, "log", "--json") == (0, "[]\n", "")
+
+
+def test_a_warm_cut_shows_how_its_bet_did_realized_against_estimated(capsys):
+    # The ledger row of the request that made the warm cut holds its stake and estimate; the rows after
+    # it, up to the next cold break, are what it really earned on (store/budget_ledger.bets).
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    conn = db.connect()
+    CutLog(conn).record([CutRecord("toolu_w", "warm-session", "", 100.5, "superseded_read", 5000, "e" * 64, 1,
+                                   "0" * 64)])
+    conn.close()
+    figures = json.dumps({"boundary": "pinned", "read_stops_at": 33, "payback_x": 2.5, "turns_est": 6,
+                          "extra_usd": 0.01, "payback_usd": 0.025, "break_reason": "append"})
+    w = LedgerWriter(dirs().database)
+    rows = [{"ts": 100.0, "decision": "cut", "reason": "at death: 4980 warm tokens", "figures": figures,
+             "staked_usd": 0.01}] + [{"ts": 100.0 + 10 * i, "figures": json.dumps({"break_reason": "append"})}
+                                     for i in range(1, 4)]
+    for r in rows:
+        assert w.submit({"session": "warm-session", "endpoint": "messages", "status": 200, **r})
+    assert w.flush(30)
+    w.close()
+    code, out, _ = run(capsys, "log", "--json")
+    row = json.loads(out)[0]
+    assert code == 0 and (row["turns_est"], row["turns_earned"], row["bet_closed"]) == (6, 3, False)
+    code, out, _ = run(capsys, "log")
+    assert "repays 2.5x over 6 turns (earned on 3 of them so far)" in " ".join(out.split())
