@@ -226,35 +226,31 @@ class SequenceSimulator:
 
     def message_start_unit(self, k: int, message: int) -> int | None:
         """The unit where message ``message`` of request ``k``'s body starts (its first block)."""
-        m, prev = -1, None
-        for ln in self.seq.requests[k].history:
-            if ln.role != prev:
-                m, prev = m + 1, ln.role
-            if m == message and ln.blocks:
-                try:
-                    return self._bases[k][0].index((ln.index, 0))
-                except ValueError:
-                    return None
-        return None
+        lines = self._message_lines(k, message)
+        return self._unit_of(k, (lines[0].index, 0)) if lines else None
 
     def message_end_unit(self, k: int, message: int) -> int | None:
-        """The unit of the last block of message ``message`` of request ``k``'s body (its
-        consecutive same-role lines merged into one message, as ``SequenceBodies`` sends
-        them), where a marker there sits; None when it has no such block."""
-        hist = self.seq.requests[k].history
-        m, prev, last = -1, None, None
-        for ln in hist:
+        """The unit of the last block of message ``message`` of request ``k``'s body, where a
+        marker there sits; None when it has no such block."""
+        lines = self._message_lines(k, message)
+        return self._unit_of(k, (lines[-1].index, len(lines[-1].blocks) - 1)) if lines else None
+
+    def _message_lines(self, k: int, message: int) -> list[Line]:
+        """The lines (with blocks) of message ``message`` of request ``k``'s body: its consecutive
+        same-role lines merged into one message, as ``SequenceBodies`` sends them."""
+        m, prev, out = -1, None, []
+        for ln in self.seq.requests[k].history:
             if ln.role != prev:
                 m, prev = m + 1, ln.role
                 if m > message:
                     break
             if m == message and ln.blocks:
-                last = (ln.index, len(ln.blocks) - 1)
-        if last is None:
-            return None
-        keys = self._bases[k][0]
+                out.append(ln)
+        return out
+
+    def _unit_of(self, k: int, key: tuple) -> int | None:
         try:
-            return keys.index(last)
+            return self._bases[k][0].index(key)
         except ValueError:
             return None
 

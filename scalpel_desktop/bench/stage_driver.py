@@ -272,21 +272,14 @@ class StageDriver:
         return cuts
 
     def bet_outcomes(self) -> list[tuple[int, int]]:
-        """(turns estimated, turns earned) of every warm cut: the later requests of the sequence
-        before the next cold break (``surgery/plan.COLD_REASONS``) or its end, at most the estimate."""
-        from scalpel_desktop.surgery.plan import COLD_REASONS
+        """(turns estimated, turns earned) of every warm cut, by the ledger's rule
+        (``store/budget_ledger.earned_turns``) over the later requests of the sequence."""
+        from scalpel_desktop.store.budget_ledger import earned_turns
 
-        out = []
         n = len(self.seq.requests)
-        for w in self.warm:
-            est, k = int(w.get("turns_est") or 0), int(w["request"])
-            earned = 0
-            for j in range(k + 1, n):
-                if self.breaks.get(j) in COLD_REASONS:
-                    break
-                earned += 1
-            out.append((est, min(est, earned)))
-        return out
+        return [(int(w.get("turns_est") or 0),
+                 earned_turns(int(w.get("turns_est") or 0), (self.breaks.get(j) for j in range(w["request"] + 1, n)))[0])
+                for w in self.warm]
 
     def budget_used(self) -> tuple[float, float]:
         """(banked, staked) dollars this arm's conversations added to the user's budget."""

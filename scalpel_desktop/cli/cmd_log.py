@@ -29,8 +29,7 @@ def _records(session: str | None, limit: int):
     import sqlite3
 
     from scalpel_desktop.paths import dirs
-    from scalpel_desktop.store.budget_ledger import bets
-    from scalpel_desktop.store.ledger_queries import cut_decisions, cut_entries, match_sessions, open_readonly
+    from scalpel_desktop.store.ledger_queries import cut_entries, match_sessions, open_readonly
 
     try:
         conn = open_readonly()
@@ -43,7 +42,7 @@ def _records(session: str | None, limit: int):
     try:
         if session is None:
             recs = cut_entries(conn, limit=limit)
-            return None, recs, match_sessions(conn, "", limit=100_000), _with_bets(conn, recs, cut_decisions, bets)
+            return None, recs, match_sessions(conn, "", limit=100_000), _with_bets(conn, recs)
         like = match_sessions(conn, session, limit=3)
         if session in like:
             like = [session]
@@ -53,7 +52,7 @@ def _records(session: str | None, limit: int):
             raise CliError(f"session prefix {session!r} is ambiguous: {', '.join(like[:2])}, ...; "
                            "give more characters")
         recs = cut_entries(conn, session=like[0], limit=limit)
-        return like[0], recs, like, _with_bets(conn, recs, cut_decisions, bets)
+        return like[0], recs, like, _with_bets(conn, recs)
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             if session is not None:
@@ -64,9 +63,12 @@ def _records(session: str | None, limit: int):
         conn.close()
 
 
-def _with_bets(conn, recs, cut_decisions, bets) -> dict:
-    """Each cut's decision (reason, figures), a warm one's with how its bet did: the later requests it
-    really earned on against those estimated (``store/budget_ledger.bets``), under ``"bet"``."""
+def _with_bets(conn, recs) -> dict:
+    """Each cut's decision (reason, figures), a warm one's with how its bet did as a third item: the
+    later requests it really earned on against those estimated (``store/budget_ledger.bets``)."""
+    from scalpel_desktop.store.budget_ledger import bets
+    from scalpel_desktop.store.ledger_queries import cut_decisions
+
     got = cut_decisions(conn, recs)
     if not any("extra_usd" in (f or "") for _, f in got.values()):
         return got

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scalpel_desktop.store.ledger_queries import _CONVERSATION as CONVERSATION
 from scalpel_desktop.store.ledger_queries import has_requests
-from scalpel_desktop.wire.cache_rules import TTL_SECONDS, overrun
+from scalpel_desktop.wire.cache_rules import COLD_BREAKS, TTL_SECONDS, overrun
 
-# The natural breaks after which a warm cut would have been free anyway (surgery/plan.COLD_REASONS).
-COLD_REASONS = ("ttl-expired", "system-changed", "tools-changed", "settings-changed", "client-rewrite")
 BETS_READ = 500  # the most recent bets read: bounds the work at start, not fitted
 # A conversation not heard from for the longest cache TTL (1 h) while the ledger went on has ended
 # for its bets: any request after that would find its cache expired, a break that closes them anyway.
@@ -89,23 +88,31 @@ def bets(conn: sqlite3.Connection, since: float | None = None, until: float | No
     for rid, ts, session, agent, stake, figures in reversed(rows):
         fig = _figures(figures)
         turns_est = int(fig.get("turns_est") or 0)
-        later = conn.execute("""SELECT figures, staked_usd, ts FROM requests
+        later = conn.execute("""SELECT figures, ts FROM requests
                                 WHERE session IS ? AND COALESCE(agent, '') = ? AND (ts > ? OR (ts = ? AND id > ?))
                                 ORDER BY ts, id LIMIT ?""",
                              (session, agent, ts, ts, rid, turns_est + 1 if turns_est > 0 else 1)).fetchall()
-        turns, closed, last_ts = 0, False, float(ts)
-        for f, _staked, at in later:
-            if _figures(f).get("break_reason") in COLD_REASONS:
-                closed = True
-                break
-            turns, last_ts = turns + 1, float(at)
-        if latest - last_ts > ENDED_AFTER_S:
+        turns, closed = earned_turns(turns_est, (_figures(f).get("break_reason") for f, _ in later))
+        if latest - (float(later[-1][1]) if later else float(ts)) > ENDED_AFTER_S:
             closed = True  # the conversation has not been heard from since: it ended
-        if turns >= turns_est:
-            closed = True  # it reached what it counted on: whatever comes next, it paid as priced
         out.append(Bet(float(ts), session or "", agent, float(stake), turns_est,
-                       float(fig.get("payback_usd") or 0.0), min(turns, turns_est) if turns_est else turns, closed))
+                       float(fig.get("payback_usd") or 0.0), turns, closed))
     return out
+
+
+def earned_turns(turns_est: int, later_breaks: Iterable[str | None]) -> tuple[int, bool]:
+    """(the requests a bet earned on, closed?): the requests after it before the first cold break
+    (``wire/cache_rules.COLD_BREAKS``: a cut there would have been free), at most its estimate;
+    closed by that break or by reaching the estimate (whatever comes next, it paid as priced). The
+    one rule for the ledger's bets and the bench's (``bench/stage_driver.StageDriver.bet_outcomes``)."""
+    turns = 0
+    for reason in later_breaks:
+        if reason in COLD_BREAKS:
+            return turns, True
+        turns += 1
+        if turns_est > 0 and turns >= turns_est:
+            return turns_est, True
+    return turns, False
 
 
 def _figures(text: str | None) -> dict:

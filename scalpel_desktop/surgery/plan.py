@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from scalpel_desktop.surgery.digests import Digests, common_prefix_packed, packed
-from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S
+from scalpel_desktop.wire.cache_rules import COLD_BREAKS, LONGEST_TTL_S
 
 # No cut may bring a prompt under the largest minimum cacheable length (SPEC 3:
 # 1,024 to 4,096): an uncacheable prompt pays the full input price every turn.
@@ -22,7 +22,7 @@ MIN_CACHEABLE_GUARD = 4096
 IN_FLIGHT_BOUND_S = 900.0
 MAX_STATES_PER_MODEL = 8
 MAX_ENTRIES_PER_MODEL = 64
-COLD_REASONS = ("ttl-expired", "system-changed", "tools-changed", "settings-changed", "client-rewrite")
+COLD_REASONS = COLD_BREAKS  # (one home: wire/cache_rules.py, which the ledger's reader shares)
 
 
 @dataclass(frozen=True)

@@ -31,15 +31,29 @@ from scalpel_desktop.wire.usage import Usage
 ESTIMATE_BYTES_PER_TOKEN = 3.3  # the unit of the economist's per-message sizes (``stage._shape``)
 
 
-def realized(prices: Any, sent: SurgerySent, usage: Usage, ratio: TokenRatio | None = None,
-             sent_bytes: int = 0) -> Realized:
-    """The saving of the stubs ``sent`` carried, as a ``Realized`` with its provenance."""
+def _tier_rates(prices: Any, sent: SurgerySent, usage: Usage):
+    """``rate_at(position 0..1 of the body)``: the rate of the tier that position was billed at in
+    ``usage`` (cache read inside the part read, the write rates inside the part written, 1 h entries
+    before 5 m ones, the input rate after), with the rates that apply to this request."""
     rates = prices.rates(sent.model).for_prompt(usage.prompt_tokens)
-    r = for_request(ratio, usage.prompt_tokens, sent_bytes)
     total = usage.prompt_tokens
     read_end = usage.cache_read
     w1h_end = read_end + usage.cache_write_1h
     w_end = w1h_end + usage.cache_write_5m
+
+    def rate_at(frac: float) -> float:
+        at = frac * total
+        return float(rates.cache_read if at < read_end else rates.write_1h if at < w1h_end
+                     else rates.write_5m if at < w_end else rates.input)
+
+    return rates, rate_at
+
+
+def realized(prices: Any, sent: SurgerySent, usage: Usage, ratio: TokenRatio | None = None,
+             sent_bytes: int = 0) -> Realized:
+    """The saving of the stubs ``sent`` carried, as a ``Realized`` with its provenance."""
+    rates, rate_at = _tier_rates(prices, sent, usage)
+    r = for_request(ratio, usage.prompt_tokens, sent_bytes)
     weights = [max(0, saved) for _, _, saved, _ in sent.stubs]
     wsum = sum(weights)
     removed = r.tokens(max(0, sent.bytes_removed))
@@ -48,16 +62,7 @@ def realized(prices: Any, sent: SurgerySent, usage: Usage, ratio: TokenRatio | N
     new_tokens = 0.0
     for (_, frac, _, kind), w in zip(sent.stubs, weights):
         share = removed * (w / wsum if wsum else 1 / len(sent.stubs))
-        at = frac * total
-        if at < read_end:
-            rate = rates.cache_read
-        elif at < w1h_end:
-            rate = rates.write_1h
-        elif at < w_end:
-            rate = rates.write_5m
-        else:
-            rate = rates.input
-        usd += share * rate
+        usd += share * rate_at(frac)
         if kind == "new":
             new_tokens += share
     tokens = removed
@@ -89,19 +94,9 @@ def banked_credit(prices: Any, sent: SurgerySent, usage: Usage) -> float:
     without it was billed at least as high) at the tier it was billed at, a warm one at most
     at the cache-read price (without the cut it would have been read; its re-write is the
     priced stake, ``surgery/budget.py``)."""
-    rates = prices.rates(sent.model).for_prompt(usage.prompt_tokens)
-    total = usage.prompt_tokens
-    read_end = usage.cache_read
-    w1h_end = read_end + usage.cache_write_1h
-    w_end = w1h_end + usage.cache_write_5m
-    usd = 0.0
+    rates, rate_at = _tier_rates(prices, sent, usage)
+    read = float(rates.cache_read)
     warm = sent.rewrite_tokens > 0
-    for _, frac, saved, kind in sent.stubs:
-        if saved <= 0:
-            continue
-        at = frac * total
-        rate = rates.cache_read if at < read_end or (warm and kind == "new") else rates.write_1h if at < w1h_end \
-            else rates.write_5m if at < w_end else rates.input
-        usd += saved * float(rate)
-    return usd
+    return sum(saved * (read if warm and kind == "new" else rate_at(frac))
+               for _, frac, saved, kind in sent.stubs if saved > 0)
 

@@ -25,6 +25,9 @@ LOOKBACK_BLOCKS = 20  # a breakpoint looks back about 20 blocks for an earlier e
 # earlier thinking and tool results are rendered, so a change rewrites the messages). Claude Code
 # 2.1.332 sends the last two on every request (``../shared/corpus/wire``). The economist hashes them
 # (a change is a ``settings-changed`` break) and the cache model salts the messages with them.
+# The economist's natural-break reasons after which the whole history is re-written anyway (a cut there
+# is free, a warm cut's bet has stopped earning); the ledger's figures carry them as ``break_reason``.
+COLD_BREAKS = ("ttl-expired", "system-changed", "tools-changed", "settings-changed", "client-rewrite")
 MESSAGE_CACHE_SETTINGS = ("tool_choice", "thinking", "output_config", "context_management")
 
 
