@@ -104,6 +104,8 @@ class Economist:
         # (seconds past the TTL, entry read?) of every request after a gap past its TTL (surgery/ttl_margin.py)
         self.overruns: list[tuple[float, bool]] = list(history.overruns) if history is not None else []
         self._pending_gap: dict[int, tuple[float, float, int]] = {}  # serial -> (gap, ttl, tokens cached before)
+        self._margin: tuple = (None, 0.0)  # ((the prior, observations since start), the margin): ttl_margin
+        self._observed = 0
         self.conversations: dict[Hashable, ConversationState] = {}
         self._serial = 0
         self._swept_at = float("-inf")  # (forget_cold)
@@ -209,6 +211,7 @@ class Economist:
             if seen is not None:
                 self.overruns.append(seen)
                 del self.overruns[:-MAX_OVERRUNS]
+                self._observed += 1
         for ms in (conv.models.get(model, []) if conv else []):
             if ms.request_serial == serial:
                 ms.ended_at = finished_at if ms.ended_at is None else max(ms.ended_at, finished_at)
@@ -218,9 +221,13 @@ class Economist:
                 return
 
     def ttl_margin(self) -> float:
-        """Seconds past its TTL a cache is still called live: learned from the user's own reads
-        after long gaps, else the ``ttl_margin_s`` prior (``surgery/ttl_margin.py``)."""
-        return learned_margin(self.overruns, float(self.settings["ttl_margin_s"]))[0]
+        """Seconds past its TTL a cache is still called live (``surgery/ttl_margin.py``: the user's own
+        reads after long gaps, else the ``ttl_margin_s`` prior), found again only when either changed."""
+        prior = float(self.settings["ttl_margin_s"])
+        key = (prior, self._observed)
+        if self._margin[0] != key:
+            self._margin = (key, learned_margin(self.overruns, prior)[0])
+        return self._margin[1]
 
     def forget_cold(self, now: float, every_s: float = FORGET_EVERY_S) -> int:
         """Let go of what no later request can use; at most once every ``every_s`` (``now``: when
