@@ -127,17 +127,10 @@ def _session_start_message_from_claude(workdir) -> str:
 def test_real_claude_code_session_starts_through_a_revived_proxy_or_shows_why(isolated_home, process_service, tmp_path):
     """Claude Code runs SessionStart before its first request: a proxy the hook brings back
     answers that request; one that cannot come back is named in the session's hook output."""
-    from scalpel_desktop.config import Config
-    from scalpel_desktop.emulator.testing import running_emulator
-    from tests.support.claude_cli import run_claude
+    from tests.support.claude_cli import run_claude, upstream_emulator
 
     port = process_service
-    workdir = tmp_path / "project"
-    workdir.mkdir()
-    with running_emulator(require_auth=False) as emu:
-        cfg = Config.load()
-        cfg.set("anthropic_upstream", emu.url)
-        cfg.save()
+    with upstream_emulator(tmp_path) as (emu, workdir):
         autopilot.on(timeout=30)
         hooks.install_hooks()
         ProcessBackend().stop()

@@ -138,16 +138,9 @@ def test_the_statusline_says_scalpel_down_and_starts_it_without_waiting(port, is
 def test_real_claude_p_works_again_within_10_s_of_a_kill_9(port, isolated_home, tmp_path):
     """The issue's bar: under ``--session-hook`` autopilot, ``kill -9`` of the proxy, then the next
     ``claude -p`` answers (its SessionStart and UserPromptSubmit hooks start the proxy first)."""
-    from scalpel_desktop.config import Config
-    from scalpel_desktop.emulator.testing import running_emulator
-    from tests.support.claude_cli import run_claude
+    from tests.support.claude_cli import run_claude, upstream_emulator
 
-    workdir = tmp_path / "project"
-    workdir.mkdir()
-    with running_emulator(require_auth=False) as emu:
-        cfg = Config.load()
-        cfg.set("anthropic_upstream", emu.url)
-        cfg.save()
+    with upstream_emulator(tmp_path) as (emu, workdir):
         assert main(["autopilot", "on", "--session-hook"]) == 0
         first = _kill_9(port)
         t = time.monotonic()

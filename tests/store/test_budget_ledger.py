@@ -5,19 +5,10 @@ from __future__ import annotations
 
 import json
 
-from scalpel_desktop.paths import dirs
 from scalpel_desktop.store.budget_ledger import bets, risk_budget, ttl_overruns
 from scalpel_desktop.store.db import connect
-from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.surgery.remaining import own_budget, own_history
-
-
-def write(rows):
-    w = LedgerWriter(dirs().database)
-    for r in rows:
-        assert w.submit(r)
-    assert w.flush(30)
-    w.close()
+from tests.store.test_ledger_queries import write  # (a ledger the real writer wrote)
 
 
 def req(ts, session="s1", reason="append", **kw):

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from scalpel_desktop.paths import dirs
 from scalpel_desktop.store import ledger_queries as q
 from scalpel_desktop.store import ledger_reports as r
-from scalpel_desktop.store.ledger import LedgerWriter
-
-
-def write(rows: list[dict]) -> None:
-    w = LedgerWriter(dirs().database)
-    for row in rows:
-        assert w.submit(row)
-    assert w.flush(30)
-    w.close()
-
-
-def req(ts: float, **kw) -> dict:
-    return {"ts": ts, "session": "s1", "endpoint": "messages", "status": 200, **kw}
+from tests.store.test_ledger_queries import req, write  # (a ledger the real writer wrote)
 
 
 def test_report_rows_and_decisions():

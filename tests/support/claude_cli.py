@@ -9,6 +9,7 @@ IS_SANDBOX=1 lets ``--dangerously-skip-permissions`` run as root.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -71,3 +72,19 @@ def run_claude(base_url: str, workdir: str | os.PathLike, prompt: str, *, resume
             except ValueError:
                 parsed = None
     return proc.returncode, parsed, proc.stdout, proc.stderr
+
+
+@contextlib.contextmanager
+def upstream_emulator(tmp_path: Path):
+    """``(emulator, project dir)``: an emulated API saved as scalpel's Anthropic upstream in the
+    (temporary) config, and an empty folder for ``run_claude`` to work in; the emulator stops after."""
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.emulator.testing import running_emulator
+
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    with running_emulator(require_auth=False) as emu:
+        cfg = Config.load()
+        cfg.set("anthropic_upstream", emu.url)
+        cfg.save()
+        yield emu, workdir
