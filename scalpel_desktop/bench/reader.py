@@ -51,6 +51,7 @@ class Line:
     ts: float
     msg_id: str | None = None
     string_content: bool = False
+    compact_summary: bool = False  # the summary a compaction starts the history with (``isCompactSummary``)
 
 
 @dataclass
@@ -198,7 +199,8 @@ def read_file(path: Path, max_bytes: int = MAX_FILE_BYTES_DEFAULT) -> FileResult
             continue
         blocks, was_string = _blocks_of(msg.get("content"))
         ts = parse_ts(rec.get("timestamp"))
-        line = Line(index, kind, blocks, ts if ts is not None else 0.0, msg.get("id") if kind == "assistant" else None, was_string)
+        line = Line(index, kind, blocks, ts if ts is not None else 0.0, msg.get("id") if kind == "assistant" else None,
+                    was_string, rec.get("isCompactSummary") is True)
         msg_at[uuid] = line
         if kind == "assistant":
             assistant_lines.append((uuid, rec, line))

@@ -36,6 +36,9 @@ slower). Sequences may replay on several processes
 * ``keepalive``, ``as-5m``, ``as-5m+keepalive``: bench-only TTL choices
   (``bench/keepalive.py``).
 
+Beside the arms, each sequence's cache misses in its real usage (no
+simulation: ``bench/misses.py``), on ``SessionResult.misses``.
+
 From Python::
 
     from scalpel_desktop.bench.replay import replay_corpus
@@ -51,9 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.accounting.misses import Miss
 from scalpel_desktop.bench import keepalive, parallel
 from scalpel_desktop.bench.arm import Arm
 from scalpel_desktop.bench.policies import CLEARED_TEXT, DoomCuts, FirstPartyCuts
+from scalpel_desktop.bench.misses import sequence_misses
 from scalpel_desktop.bench.ledger_view import budget_before, history_before, ledger_facts, waves
 from scalpel_desktop.bench.ratio import ByteCounter, Ratio, measure, pool
 from scalpel_desktop.bench.reader import FileResult, Sequence, read_corpus
@@ -88,6 +93,7 @@ class SessionResult:
     budget: dict[str, tuple[float, float]] = field(default_factory=dict)  # stage arm -> (banked, staked) $
     bets: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # stage arm -> (turns est, earned)
     warm: dict[str, list[dict]] = field(default_factory=dict)  # stage arm -> each warm cut's figures
+    misses: list[Miss] = field(default_factory=list)  # the real usage's cache misses (bench/misses.py)
 
     def cost(self, arm: str) -> float:
         """The arm's cost on the real bill: real + (simulated arm - simulated off)."""
@@ -238,7 +244,8 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
             cuts[name] = arm.pings_sent  # the pings it sent
     first = seq.requests[0].usage
     out = SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
-                        base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m")
+                        base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m",
+                        misses=sequence_misses(seq, prices, float(cfg["ttl_margin_s"])))
     for name in order:  # (a hinted arm that is its plain arm reports its plain arm's, as its costs do)
         d = drivers.get(run[name])
         if d is not None:

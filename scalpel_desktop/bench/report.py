@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from scalpel_desktop.accounting.misses import summary as miss_summary
 from scalpel_desktop.bench.check import check_report
 from scalpel_desktop.bench.replay import HINTED, ReplayResult, totals_for
 
@@ -88,12 +89,15 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
         "policies": pols,
         "ceiling": {"cost_usd": _r(ceil.cost), "saving_usd": _r(ceil.saving_usd), "saving_pct": _r(ceil.saving_pct, 3)},
         "policy_errors": sorted({f"{x.name}: {k}: {v}" for x in s for k, v in x.errors.items()}),
+        # the real usage's cache misses (bench/misses.py), over the real bill
+        "misses": miss_summary((m for x in s for m in x.misses), real),
     }
     if sessions:
         doc["sessions"] = [
             {"session": x.name, "path": x.path, "kind": x.kind, "model": x.model, "requests": x.requests,
              "real_cost_usd": _r(x.real_cost), "check_error_pct": _r(check.rows[i].error_pct, 3),
              "tokens_per_byte": _r(x.ratio.tokens_per_byte), "ratio_method": x.ratio.method,
+             "misses": len(x.misses), "miss_cost_usd": _r(sum(m.cost_usd for m in x.misses)),
              "costs_usd": {k: _r(x.cost(k)) for k in sorted(x.costs)}}
             for i, x in enumerate(s)
         ]
@@ -144,6 +148,9 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
         out(f"  {row['session']}: {row['error_pct']:+.1f}%")
     out("saving: with the breaks the live proxy sees (compaction, model switches, TTL expiry); "
         "hinted: also told where the usage shows a read stopping short for no visible reason.")
+    if "misses" in doc:
+        out()
+        _misses(doc["misses"], doc["real_cost_usd"], out, table)
     sk = doc["skipped"]
     out("Skipped: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sk.items()))
     out(doc["prefix"])
@@ -157,6 +164,19 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
         table(scols, [[x["session"], x["kind"], str(x["requests"]), f"{x['real_cost_usd']:.3f}",
                        f"{x['check_error_pct']:+.2f}",
                        *[f"{x['costs_usd'].get(n, x['real_cost_usd']):.3f}" for n in names]] for x in sessions])
+
+
+def _misses(m: dict[str, Any], bill: float, out, table) -> None:
+    """The real usage's cache misses, one row per cause and their total (% of the real bill)."""
+    from scalpel_desktop.textable import RULE, Col
+
+    out("Cache misses (a read short of what the model's previous request cached)")
+    cols = [Col("cause"), Col("misses", True), Col("tokens", True), Col("cost $", True), Col("% of bill", True)]
+    pct = 100.0 / bill if bill > 0 else 0.0  # percent of the real bill per dollar
+    rows: list = [[cause, str(c["count"]), f"{c['tokens']:,}", f"{c['cost_usd']:.3f}", f"{c['cost_usd'] * pct:.2f}"]
+                  for cause, c in m["by_cause"].items()]
+    rows += [RULE, ["all", str(m["count"]), f"{m['tokens']:,}", f"{m['cost_usd']:.3f}", f"{m['cost_pct']:.2f}"]]
+    table(cols, rows)
 
 
 def render_html(doc: dict[str, Any], sessions: list[dict[str, Any]], after: str = "cold") -> str:
