@@ -114,6 +114,7 @@ class SurgerySent:
     pin: int | None = None  # the message whose last block carries the pin marker the stage added (None: none)
     staked_usd: float = 0.0  # a warm cut's priced extra, staked from the user's risk budget (surgery/budget.py)
     banked_usd: float = 0.0  # what its replayed stubs surely saved, banked there (set when the answer ends)
+    resume: tuple[int, str, float] | None = None  # (units, digest, TTL) for a resume after a restart (m007)
 
 
 @dataclass

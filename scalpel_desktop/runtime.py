@@ -46,6 +46,7 @@ from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
 from scalpel_desktop.store.ledger import LedgerWriter
+from scalpel_desktop.store.resume_points import ledger_whole, mark_clean_stop
 from scalpel_desktop.store.ledger_queries import today_savings_or_unknown
 
 log = logging.getLogger("scalpel.runtime")
@@ -285,6 +286,8 @@ class Runtime:
         if self._ledger is not None:
             try:
                 self._ledger.close(timeout=max(0.1, deadline - time.monotonic()))
+                if ledger_whole(self._ledger):  # the next proxy may trust the ledger (surgery/resume.py)
+                    mark_clean_stop(clock.now())
             except Exception:  # noqa: BLE001
                 log.exception("closing the ledger failed")
             self._ledger = None
@@ -365,6 +368,7 @@ class Runtime:
             paused=snap["paused"], policy=str(snap["policy"]), tool_filter_asked=bool(snap["tool_filter"]),
             recording=snap.get("recording"), recording_error=getattr(ledger, "last_error", None),
             ledger_busy_since=getattr(ledger, "busy_since", None), ledger_pending=int(getattr(ledger, "pending", 0)),
+            ledger_journaled=int(getattr(ledger, "journaled", 0)),
             features_error=self._features_error, surgery_running=chain is None or surgery is not None,
             tool_filter_running=chain is None or chain.get("tool_filter") is not None,
             today_error=snap["today_error"],

@@ -42,11 +42,16 @@ def test_stop_cleans_up_and_allows_a_new_start():
     rt = Runtime(Config.load(), port=0).start()
     assert rt.stop(timeout=5)
     assert not dirs().runtime_file.exists()
+    mark = dirs().state / "clean_stop.json"  # every row written: the next proxy may trust the ledger
+    assert json.loads(mark.read_text())["pid"] == os.getpid()
     with pytest.raises(ProxyNotRunning):
         ControlClient.discover()
     rt2 = Runtime(Config.load(), port=0).start()
     try:
         assert rt2.running
+        assert not mark.exists()  # taken at start: a crash of this one leaves none
+        surgery = next(st for st in rt2._pipeline.stages if st.name == "surgery")
+        assert surgery.economist.resumes.clean_stop_at is not None
     finally:
         rt2.stop()
     assert rt2.stop() is True  # idempotent

@@ -26,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-cacheable", type=int, default=None,
                    help="Minimum cacheable prefix in tokens for every model (default: the per-model table).")
     p.add_argument("--no-auth", action="store_true", help="Accept requests without an API key.")
+    p.add_argument("--clock-file", metavar="PATH", default=None,
+                   help="Share the clock through this file (SCALPEL_TEST_CLOCK_FILE; default: that variable, if "
+                        "set): POST /_emulator/clock then moves every process started with "
+                        "SCALPEL_TEST_CLOCK_FILE=PATH, the proxy included. A test setting, never for real use.")
     p.add_argument("--lookback", type=int, default=20, metavar="BLOCKS",
                    help="Blocks a breakpoint looks back for an earlier entry (undocumented: about 20; default 20).")
     p.add_argument("--refresh", choices=("each", "read"), default="each",
@@ -51,13 +55,20 @@ def _run(args: argparse.Namespace) -> int:
         if args.prepare:
             prepare_workdir(workdir)
         kwargs["workdir"] = workdir
+    if args.clock_file:
+        os.environ["SCALPEL_TEST_CLOCK_FILE"] = os.path.abspath(args.clock_file)
     emulator = Emulator(named_script(args.script, **kwargs), min_cacheable=args.min_cacheable,
-                        require_auth=not args.no_auth, lookback=args.lookback, refresh=args.refresh)
+                        require_auth=not args.no_auth, lookback=args.lookback, refresh=args.refresh,
+                        shared_clock=True)
 
     def ready(url: str) -> None:
         print(f"scalpel emulator listening on {url}  (script: {args.script}; Ctrl-C stops)", flush=True)
         print(f"  ANTHROPIC_BASE_URL={url}   OPENAI_BASE_URL={url}/v1   requests: {url}/_emulator/requests",
               flush=True)
+        shared = os.environ.get("SCALPEL_TEST_CLOCK_FILE")
+        print(f"  clock: shared through SCALPEL_TEST_CLOCK_FILE={shared} (start the proxy with it too)" if shared
+              else "  clock: its own (--clock-file PATH shares it with a proxy started with "
+                   "SCALPEL_TEST_CLOCK_FILE=PATH)", flush=True)
 
     try:
         serve_forever(emulator, "127.0.0.1", args.port, on_ready=ready)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from scalpel_desktop import clock
 from scalpel_desktop.wire.jsoncodec import loads
 
 if TYPE_CHECKING:
@@ -44,10 +45,11 @@ def add_control_routes(app: web.Application, emulator: "Emulator") -> None:
     async def c_clock(request: web.Request) -> web.Response:
         spec = await _json_or_empty(request)
         if "offset" in spec:
-            emu.offset = float(spec["offset"])
+            emu.set_offset(float(spec["offset"]))
         if "advance" in spec:
             emu.advance(float(spec["advance"]))
-        return web.json_response({"ok": True, "clock": emu.now(), "offset": emu.offset})
+        shared = clock.offset() if emu.shared_clock else None  # (the file every process reads: the proxy too)
+        return web.json_response({"ok": True, "clock": emu.now(), "offset": emu.offset, "shared_offset": shared})
 
     async def c_script(request: web.Request) -> web.Response:
         from scalpel_desktop.emulator.scripts import named_script

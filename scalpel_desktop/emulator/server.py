@@ -14,6 +14,7 @@ the script (``emulator.script``) unless a fault is queued.
 from __future__ import annotations
 
 import asyncio
+import os
 import logging
 import threading
 from typing import Any, Callable, Mapping
@@ -59,7 +60,7 @@ class Emulator:
 
     def __init__(self, script: ScriptLike | None = None, *, min_cacheable: int | None = None,
                  lookback: int = 20, require_auth: bool = True, chunk_delay: float = 0.0,
-                 compress: bool = False, refresh: str = "each"):
+                 compress: bool = False, refresh: str = "each", shared_clock: bool = False):
         self.script: ScriptLike = script if script is not None else Script()
         self.min_cacheable = min_cacheable
         # lookback and refresh: readings of the two behaviours the API leaves undocumented
@@ -70,6 +71,9 @@ class Emulator:
         self.recorder = Recorder()
         self.faults = FaultQueue()
         self.offset = 0.0
+        # Move the clock file every process reads (SCALPEL_TEST_CLOCK_FILE: the proxy's too) rather
+        # than this emulator's own offset: ``scalpel emulator`` does, so trying the TTL story moves both.
+        self.shared_clock = bool(shared_clock and os.environ.get("SCALPEL_TEST_CLOCK_FILE"))
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- python API
@@ -78,12 +82,22 @@ class Emulator:
 
     def advance(self, seconds: float) -> None:
         with self._lock:
-            self.offset += seconds
+            if self.shared_clock:
+                clock.set_offset(os.environ["SCALPEL_TEST_CLOCK_FILE"], clock.offset() + seconds)
+            else:
+                self.offset += seconds
+
+    def set_offset(self, seconds: float) -> None:
+        """The clock ``seconds`` ahead of the wall clock (the shared file's offset when shared)."""
+        with self._lock:
+            if self.shared_clock:
+                clock.set_offset(os.environ["SCALPEL_TEST_CLOCK_FILE"], seconds - self.offset)
+            else:
+                self.offset = float(seconds)
 
     def set_now(self, t: float) -> None:
         """Make ``now()`` return ``t`` at this instant (the clock keeps running)."""
-        with self._lock:
-            self.offset = t - clock.now()
+        self.advance(t - self.now())
 
     def set_script(self, script: ScriptLike) -> None:
         self.script = script

@@ -34,6 +34,7 @@ from scalpel_desktop.pipeline.calibrate import Calibrate
 from scalpel_desktop.pipeline.identify import Identify
 from scalpel_desktop.pipeline.parse_reuse import ParseReuse
 from scalpel_desktop.pipeline.record import LedgerRecorder
+from scalpel_desktop.service import autopilot
 from scalpel_desktop.store.db import connect
 from scalpel_desktop.surgery.stage import build_surgery_stage
 from scalpel_desktop.tools import actions as tool_actions
@@ -43,39 +44,69 @@ from scalpel_desktop.wire.held import MB
 log = logging.getLogger("scalpel.pipeline")
 
 
+def feature_stages(settings: Any, db_path: Any, spill_dir: Any, prices: PriceTable) -> list[Stage]:
+    """The stages that keep their state in the database (the tool store, the surgery log): the
+    inventory, the tool filter, surgery. Raises ``sqlite3.Error`` / ``OSError`` when it cannot be used."""
+    inventory, tool_filter = tool_stages(settings, db_path=db_path, prices=prices)
+    try:
+        surgery = build_surgery_stage(settings, connect(db_path), spill_dir, prices)
+        surgery.economist.resumes.route_since = autopilot.route_since  # (surgery/resume.py: a certain break)
+    except BaseException:
+        close_stages([inventory, tool_filter])
+        raise
+    return [inventory, tool_filter, surgery]
+
+
 def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
                    spill_dir: Any = None, prices: PriceTable | None = None,
-                   on_features_off: Callable[[str], None] | None = None) -> list[Stage]:
+                   on_features_off: Callable[[str], None] | None = None,
+                   features_later: Any = None) -> list[Stage]:
     """``on_features_off(why)`` is told when the database cannot be used and the tool filter and
-    surgery are left out (the runtime's status says so, not only the log)."""
+    surgery are left out (the runtime's status says so, not only the log). ``features_later`` (the
+    runtime's ``LateFeatures``) builds them instead, off the start path: they are in the list when
+    built within its ``wait_s``, else put into the running chain once built (``install_features``)."""
     if prices is None:
         prices = PriceTable.load()
     db_path = db_path or dirs().database
-    try:
-        # The tool filter and the surgery log live in the database.
-        inventory, tool_filter = tool_stages(settings, db_path=db_path, prices=prices)
+    spill_dir = spill_dir or dirs().spill
+
+    def build() -> list[Stage]:
+        return feature_stages(settings, db_path, spill_dir, prices)
+
+    if features_later is not None:
+        features: list[Stage] = features_later.first(build) or []
+    else:
         try:
-            surgery = build_surgery_stage(settings, connect(db_path), spill_dir or dirs().spill, prices)
-        except BaseException:
-            close_stages([inventory, tool_filter])
-            raise
-        features: list[Stage] = [inventory, tool_filter, surgery]
-        borrow = surgery.memo.snapshots  # a body parse-reuse forgot, the memo may still hold parsed
-    except (sqlite3.Error, OSError) as e:
-        # Fail open: without the database the tool filter and surgery stay off and
-        # every request is forwarded unchanged.
-        log.warning("database %s cannot be used (%s): tool filter and surgery are off, "
-                    "requests are forwarded unchanged", db_path, e)
-        features, borrow = [], None
-        if on_features_off is not None:
-            on_features_off(f"{type(e).__name__}: {e}")
+            features = build()
+        except (sqlite3.Error, OSError) as e:
+            # Fail open: without the database the tool filter and surgery stay off and
+            # every request is forwarded unchanged.
+            log.warning("database %s cannot be used (%s): tool filter and surgery are off, "
+                        "requests are forwarded unchanged", db_path, e)
+            features = []
+            if on_features_off is not None:
+                on_features_off(f"{type(e).__name__}: {e}")
     return [
-        ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB, borrow=borrow),
+        ParseReuse(budget=lambda: int(setting(settings, "parse_reuse_mb")) * MB, borrow=_borrow(features)),
         Identify(),
         Calibrate(),
         *features,
         *([LedgerRecorder(ledger)] if ledger is not None else []),
     ]
+
+
+def install_features(chain: Any, features: list[Stage]) -> None:
+    """Put feature stages built late into a running chain, where ``default_stages`` puts them."""
+    chain.add_stages(features, before="record")
+    parse_reuse = chain.get("parse-reuse")
+    if parse_reuse is not None and parse_reuse.borrow is None:
+        parse_reuse.borrow = _borrow(features)
+
+
+def _borrow(features: list[Stage]) -> Any:
+    """A body parse-reuse forgot, the surgery memo may still hold parsed."""
+    surgery = next((s for s in features if getattr(s, "name", None) == "surgery"), None)
+    return surgery.memo.snapshots if surgery is not None else None
 
 
 def close_stages(stages: Iterable[Any]) -> None:

@@ -83,8 +83,20 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         # the user's risk budget (surgery/budget.py): what this request banked and staked
         "banked_usd": _num(ex.surgery.banked_usd) or None if ex.surgery is not None else None,
         "staked_usd": _num(ex.surgery.staked_usd) or None if ex.surgery is not None else None,
+        **_resume_fields(ex),
     }
     return row
+
+
+def _resume_fields(ex: Exchange) -> dict[str, Any]:
+    """What a first sighting after a restart needs (migration m007, ``surgery/resume.py``): a digest of
+    hashes, never content; only for an answered request the surgery stage recorded."""
+    got = ex.surgery.resume if ex.surgery is not None else None
+    if got is None or ex.response is None:
+        return {}
+    units, digest, ttl = got
+    return {"prefix_units": _int(units), "prefix_digest": _label(digest, 64) or None, "ttl_s": _num(ttl),
+            "answered_at": _num(ex.response.finished_at)}
 
 
 SOURCES = ("fit", "pooled", "own_request", "estimate")

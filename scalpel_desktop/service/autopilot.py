@@ -23,6 +23,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from scalpel_desktop import clock
 from scalpel_desktop.paths import dirs, home_relative
 from scalpel_desktop.service.autostart import choose_backend
 from scalpel_desktop.service.base import ServiceBackend, ServiceResult
@@ -86,6 +87,23 @@ def _write_state(data: dict | None) -> None:
 
 def is_on() -> bool:
     return bool(read_state().get("enabled"))
+
+
+def route_since() -> float | None:
+    """Since when autopilot has routed Claude Code through the proxy, uninterrupted (None: it does
+    not). ``off`` removes the state, so a later ``on`` starts a new time. A state written before
+    this was recorded counts from the file's own time, when ``on`` wrote it. Read by a first
+    sighting after a restart (``surgery/resume.py``): cheap, one small file."""
+    state = read_state()
+    if not state.get("enabled"):
+        return None
+    at = state.get("enabled_at")
+    if isinstance(at, (int, float)) and not isinstance(at, bool):
+        return float(at)
+    try:
+        return _state_path().stat().st_mtime
+    except OSError:
+        return None
 
 
 def _config():
@@ -182,6 +200,7 @@ def on(timeout: float = 30.0, backend: ServiceBackend | None = None, session_hoo
     except Exception as e:
         rollback(f"Claude Code's settings could not be written ({e})")
     new_state["enabled"] = True
+    new_state["enabled_at"] = clock.now()  # since when Claude Code has no way out but the proxy (route_since)
     _write_state(new_state)
     return status(backend)
 

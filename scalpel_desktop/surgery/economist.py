@@ -27,20 +27,19 @@ so a cut at unit ``p`` is free only when ``p >= break`` for EVERY model whose
 cache for this session may still be live: the effective break is the maximum
 over live models (a side request to a small model with a different history
 matches nothing, so it constrains nothing). A conversation - or a model within
-it - seen for the first time is warm until known: its break is the last
-message, so nothing is cut on a guess.
+it - seen for the first time is warm until known (its break is the last
+message: nothing cut on a guess), unless the ledger shows its cache expired
+before a restart (``surgery/resume.py``).
 
-Policies (``surgery/policies.py``): ``off``; ``cold`` cuts only at or
-after the break, and only a batch worth ``batch_min_tokens``; ``death`` (the
-default) and
-``payback`` also cut before the break when the saving at the cache-read price
-over a conservative estimate of the remaining turns (``surgery/remaining.py``,
-from the user's own ``history``) repays the rewrite by ``payback_factor``, the
-read boundary pinned by the free cache marker on an entry known to be live
-(``surgery/payback.py``). For that the economist remembers where each request
-it sent wrote its entry (``EntryMark``), confirmed when its response came
-back. The break is computed once per request by the caller and handed to
-``decide`` and ``record_sent``.
+Policies (``surgery/policies.py``): ``off``; ``cold`` cuts only at or after
+the break, and only a batch worth ``batch_min_tokens``; ``death`` (the default)
+and ``payback`` also cut before the break when the saving at the cache-read
+price over a conservative estimate of the remaining turns
+(``surgery/remaining.py``, from the user's own ``history``) repays the rewrite
+by ``payback_factor``, the read boundary pinned by the free cache marker on an
+entry known to be live (``surgery/payback.py``), each such bet paid from the
+user's risk budget. The break is computed once per request by the caller and
+handed to ``decide`` and ``record_sent``.
 
 Pure: no I/O, no clock. Prices come from ``accounting/prices.py`` (the caller
 passes a table with ``rates(model)``); nothing here hard-codes a multiplier.
@@ -48,7 +47,7 @@ passes a table with ``rates(model)``); nothing here hard-codes a multiplier.
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Hashable, Sequence
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.config import setting
@@ -72,7 +71,9 @@ from scalpel_desktop.surgery.budget import RiskBudget
 from scalpel_desktop.surgery.digests import packed, packed_ids
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.surgery.remaining import History
+from scalpel_desktop.surgery.resume import Resumes, point_fields, priced_guess
 from scalpel_desktop.surgery.ttl_margin import learned_margin, overrun
+from scalpel_desktop.wire.cache_rules import tool_changes_beta  # noqa: F401 - (its old home: callers import it here)
 
 MAX_OVERRUNS = 256  # the most recent observations kept: bounds memory, not fitted
 
@@ -95,7 +96,7 @@ class Economist:
     """Per-conversation cache state and the cut decision. One per proxy."""
 
     def __init__(self, config: Any = None, prices: Any = None, history: History | None = None,
-                 budget: RiskBudget | None = None):
+                 budget: RiskBudget | None = None, resumes: Resumes | None = None):
         self.settings = _Settings(config if config is not None else {})
         self.prices = prices
         self.history = history  # the user's past conversations (the ledger), for the warm policies
@@ -107,6 +108,7 @@ class Economist:
         self._margin: tuple = (None, 0.0)  # ((the prior, observations since start), the margin): ttl_margin
         self._observed = 0
         self.conversations: dict[Hashable, ConversationState] = {}
+        self.resumes = resumes if resumes is not None else Resumes()  # the ledger's, after a restart (resume.py)
         self._serial = 0
         self._swept_at = float("-inf")  # (forget_cold)
 
@@ -117,7 +119,9 @@ class Economist:
         unit whose last block carried our pin marker; ``risk_usd``: a warm cut's priced cost, spent
         from the conversation's risk budget). Returns a serial."""
         self._serial += 1
-        conv = self.conversations.setdefault(shape.key, ConversationState())
+        conv = self.conversations.get(shape.key)
+        if conv is None or shape.model not in conv.models:  # (its resume point, if any, used up)
+            conv = self.conversations[shape.key] = self.resumes.seed(shape, conv, self._rates)
         if risk_usd:
             conv.staked_usd += risk_usd
             self.budget.stake(risk_usd)
@@ -171,7 +175,7 @@ class Economist:
 
     def record_finished(self, key: Hashable, model: str, serial: int, finished_at: float,
                         cache_read: int | None = None, cache_written: int | None = None, ok: bool = True,
-                        saved_usd: float = 0.0, cost_usd: float = 0.0) -> None:
+                        saved_usd: float = 0.0, cost_usd: float = 0.0) -> tuple[int, str, float] | None:
         """The response of request ``serial`` ended at ``finished_at``: the cache TTL runs from here.
         ``ok``: it came back with usage counts; ``cache_read`` / ``cache_written``: its cached
         tokens (None: not reported); ``saved_usd``: what its replayed stubs surely saved
@@ -184,7 +188,8 @@ class Economist:
         any prefix reached the minimum cacheable length, that one did. A pin's entry is
         refreshed under every reading only when the read stopped exactly there (its
         ``cache_read`` equal to the tokens cached up to the pin); else the pin is not counted
-        as a refresh (a hit at a breakpoint that is not the one read may refresh nothing)."""
+        as a refresh (a hit at a breakpoint that is not the one read may refresh nothing).
+        Returns what the ledger keeps for a resume after a restart (``resume.point_fields``)."""
         conv = self.conversations.get(key)
         if conv is not None and ok:
             known = cache_read is not None and cache_written is not None
@@ -218,7 +223,8 @@ class Economist:
                 ms.last_cache_read = cache_read
                 if ok and cache_read is not None:
                     ms.cached_tokens = cache_read
-                return
+                return point_fields(ms) if ok else None
+        return None
 
     def ttl_margin(self) -> float:
         """Seconds past its TTL a cache is still called live (``surgery/ttl_margin.py``: the user's own
@@ -231,17 +237,12 @@ class Economist:
 
     def forget_cold(self, now: float, every_s: float = FORGET_EVERY_S) -> int:
         """Let go of what no later request can use; at most once every ``every_s`` (``now``: when
-        the latest request arrived). Returns how many conversations were let go of.
-
-        A conversation whose every state's response ended and whose every cache and entry mark
-        had expired by ``now`` keeps no state and no mark, only ``cold_since``: when the last of
-        them expired. A request after that finds the break the whole state would give - 0,
-        "ttl-expired": its states are never read once expired, its marks never surely live -
-        and one dated before it (the clock set back) is warm until known instead: nothing is
-        cut on a guess. Its turns, tokens, breaks, dead ids and risk budget stay
-        (``tests/surgery/test_economist_forget.py``). Without this the economist kept every
-        conversation it ever saw whole, 16 bytes a message of every history it sent and up to
-        64 marks a model, for as long as the proxy ran."""
+        the latest request arrived). Returns how many conversations were let go of. A conversation
+        whose every response ended and whose every cache and entry mark expired by ``now`` keeps
+        only ``cold_since`` (when the last expired): a later request finds the break its whole state
+        would give (0, "ttl-expired"); one dated before it (the clock set back) is warm until known.
+        Its turns, tokens, breaks, dead ids and risk budget stay (``tests/surgery/test_economist_forget.py``).
+        Without this every conversation ever seen was kept whole for as long as the proxy ran."""
         if now < self._swept_at + every_s:
             return 0
         self._swept_at = now
@@ -268,6 +269,10 @@ class Economist:
         last = max(len(units) - 1, 0)  # the last message is always rewritten
         margin = self.ttl_margin()
         conv = self.conversations.get(shape.key)
+        if conv is None or shape.model not in conv.models:
+            resumed = self.resumes.resumed_break(shape, margin, conv) if self.resumes.points else None
+            if resumed is not None:
+                return resumed  # the ledger's (after a restart): every cache of it expired
         if conv is None:
             return Break(last, "first-seen", last)
         others = 0  # the longest prefix shared with a live cache this request does not extend
@@ -371,6 +376,9 @@ class Economist:
             plan.reason = f"free: break at unit {brk.index} ({brk.reason})"
             plan.figures.update({"tokens_cut": free_saving, "rewrite_tokens": 0, "boundary": "free",
                                  "read_stops_at": brk.index})
+            if brk.guess:  # the ledger's break, after a restart the proxy cannot vouch for: a bet
+                plan = priced_guess(plan, shape, free, conv or self.resumes.state_for(shape.key, self._rates),
+                                    self._rates(shape.model), self.budget, float(self.settings["risk_cap_pct"]))
             return self._guard(shape, plan, brk)
         if free:
             plan.reason = f"batch too small: {free_saving} < {batch_min} tokens free (break {brk.index}: {brk.reason})"
@@ -388,13 +396,3 @@ class Economist:
         if self.prices is None:
             self.prices = PriceTable.load()
         return self.prices.rates(model)
-
-
-def tool_changes_beta(headers: Mapping[str, str]) -> bool:
-    """True when the client declared the ``mid-conversation-tool-changes-*`` beta."""
-    beta = ""
-    for k, v in headers.items():
-        if k.lower() == "anthropic-beta":
-            beta = v
-            break
-    return any(b.strip().startswith("mid-conversation-tool-changes") for b in beta.split(","))

@@ -73,7 +73,7 @@ def send_as_it_came(stage: Any, ex: Exchange, doc: dict, ckey: Any, pol: Policy,
             return False
         if body is not base:
             ex.new_body = body
-    elif not _nothing_to_replay(stage, base, ckey, pol, msgs[-1]):
+    elif not _nothing_to_replay(stage, base, ckey, pol, msgs[-1], ex.request.received_at):
         return False
     ex.analyse_later = True  # the decision is made after the response, as the full path would make it
     return True
@@ -108,14 +108,15 @@ def may_defer(stage: Any, request: Any, skeleton: Any) -> bool | bytes:
             got = ghost_body(stage, request, skeleton, ckey, pol.name, True)
             stage.ghosts.refused = id(request) if got is None else None
             return got or False
-        return _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1))
+        return _nothing_to_replay(stage, request.body, ckey, pol, skeleton.message(-1), request.received_at)
 
 
-def _nothing_to_replay(stage: Any, raw: bytes, ckey: Any, pol: Policy, last: Any) -> bool:
+def _nothing_to_replay(stage: Any, raw: bytes, ckey: Any, pol: Policy, last: Any, at: float) -> bool:
     """No cut the stage must make now: the economist does not know the conversation (one it knows,
-    whose memo entry was dropped, may be cut), its last message holds no free cut, and it holds no
-    logged cut to re-apply."""
-    if ckey in stage.economist.conversations:
+    whose memo entry was dropped, may be cut), the ledger holds no resume point that may put it at
+    a break (``surgery/resume.py``: a resume after a restart), its last message holds no free cut,
+    and it holds no logged cut to re-apply."""
+    if ckey in stage.economist.conversations or (pol.cuts and stage.economist.resumes.may_apply(ckey, at)):
         return False
     if pol.cuts and results_in([last]) > int(stage._get("keep_recent")):
         return False  # the last message (at the break) may hold a free cut

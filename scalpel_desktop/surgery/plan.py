@@ -76,6 +76,9 @@ class Break:
     # model's, or an older history of its own model the client diverged from (it may go
     # back to it). A warm cut below this would force a re-write there that no pin covers.
     others_index: int = 0
+    # The ledger's break after a restart that the proxy cannot vouch for (``surgery/resume.py``):
+    # a cut there is a bet, priced and paid from the user's risk budget.
+    guess: bool = False
 
 
 @dataclass

@@ -50,6 +50,7 @@ from scalpel_desktop.surgery.plan import Break, Candidate, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import banked_credit, realized
 from scalpel_desktop.surgery.remaining import own_budget, own_history
+from scalpel_desktop.surgery.resume import own_resumes
 from scalpel_desktop.surgery.surgeon import Surgeon
 from scalpel_desktop.surgery.validate import pin_problems, rewrite_problem
 from scalpel_desktop.wire.cache_rules import message_ttl_s
@@ -337,8 +338,9 @@ class SurgeryStage:
         usage, ok = res.usage, res.usage is not None and res.status < 400  # (banked: the stubs' sure saving)
         cached = (usage.cache_read, usage.cache_write) if usage is not None else (None, None)
         sent.banked_usd = banked_credit(self.prices, sent, usage) if ok else 0.0  # (the ledger's risk budget)
-        self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached, ok=ok, saved_usd=sent.banked_usd,
-                                       cost_usd=self.prices.rates(sent.model).cost(usage) if ok else 0.0)
+        cost = self.prices.rates(sent.model).cost(usage) if ok else 0.0  # (the base of the conversation's cap)
+        sent.resume = self.economist.record_finished(sent.key, sent.model, sent.serial, res.finished_at, *cached,
+                                                     ok=ok, saved_usd=sent.banked_usd, cost_usd=cost)
         self.economist.forget_cold(ex.request.received_at)  # (what no later request can use; off the request path)
         if not ok or not sent.stubs:
             return
@@ -388,12 +390,10 @@ def _results_from(view: Any, unit: int) -> int:
 def build_surgery_stage(config: Any, db_conn: Any = None, spill_dir: Any = None,
                         prices: Any = None) -> SurgeryStage:
     """The stage as the proxy runs it: the ledger DB's surgery log, the spill dir."""
-    if db_conn is None:
-        db_conn = connect()
-    if prices is None:
-        prices = PriceTable.load()
-    stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn),
-                         Economist(config, prices, own_history(db_conn), own_budget(db_conn)), prices)
+    db_conn = connect() if db_conn is None else db_conn
+    prices = PriceTable.load() if prices is None else prices
+    economist = Economist(config, prices, own_history(db_conn), own_budget(db_conn), own_resumes(db_conn))
+    stage = SurgeryStage(config, SpillStore(spill_dir), CutLog(db_conn), economist, prices)
     # A request waits for a spill or the cut log ``write_wait_ms`` at most (store/offpath.py).
     stage.surgeon.wait_s = lambda: int(setting(config, "write_wait_ms")) / 1000.0
     return stage

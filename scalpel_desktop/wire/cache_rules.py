@@ -10,7 +10,7 @@ counted at an hour; at most 4 markers per request; a marker looks back about
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 CACHE_TTLS = ("5m", "1h")  # what cache_control.ttl accepts
 AUTO_TTL = "auto"  # entries stored by automatic (OpenAI) caching
@@ -99,3 +99,13 @@ def overrun(gap_s: float, ttl_s: float, prev_read: int | None, read: int | None)
     if prev_read is None or read is None or prev_read <= 0 or gap_s <= ttl_s:
         return None
     return gap_s - ttl_s, read >= prev_read
+
+
+def tool_changes_beta(headers: Mapping[str, str]) -> bool:
+    """True when the client declared the ``mid-conversation-tool-changes-*`` beta."""
+    beta = ""
+    for k, v in headers.items():
+        if k.lower() == "anthropic-beta":
+            beta = v
+            break
+    return any(b.strip().startswith("mid-conversation-tool-changes") for b in beta.split(","))

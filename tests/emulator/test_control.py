@@ -88,3 +88,42 @@ def test_script_by_name_with_args_and_errors(emu):
     assert status == 400 and "unknown script 'nope'" in data["error"]
     status, data = control(emu, "script", {"name": "text", "args": {"colour": "red"}})
     assert status == 400 and "colour" in data["error"]
+
+
+def test_a_shared_clock_moves_the_proxy_too(tmp_path, monkeypatch, isolated_home):
+    """``scalpel emulator`` shares its clock (issue 26): moving it past the TTL reaches the proxy,
+    whose next request of the conversation is at its ``ttl-expired`` break."""
+    import sqlite3
+    import time
+
+    from scalpel_desktop import clock
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.runtime import Runtime
+
+    monkeypatch.setenv("SCALPEL_TEST_CLOCK_FILE", str(tmp_path / "clock"))
+    with running_emulator(shared_clock=True) as shared:
+        rt = Runtime(Config.load(), {"anthropic_upstream": shared.url}, port=0).start()
+        try:
+            proxy = f"http://127.0.0.1:{rt.port}"
+            history = [{"role": "user", "content": [{"type": "text", "text": "word " * 3000,
+                                                       "cache_control": {"type": "ephemeral"}}]}]
+            body = msg_body(history)
+            assert post(proxy + "/v1/messages", body, KEY)[0] == 200
+            before = clock.now()
+            status, data = control(shared, "clock", {"advance": 400})
+            assert status == 200 and data["shared_offset"] == pytest.approx(400) and data["offset"] == 0
+            assert clock.now() - before >= 400  # this process's clock (the proxy's) moved
+            history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "again"}]
+            assert post(proxy + "/v1/messages", msg_body(history), KEY)[0] == 200
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                conn = sqlite3.connect(dirs().database)
+                rows = conn.execute("SELECT figures FROM requests ORDER BY id").fetchall()
+                conn.close()
+                if len(rows) >= 2:
+                    break
+                time.sleep(0.05)
+            assert json.loads(rows[1][0])["break_reason"] == "ttl-expired"
+        finally:
+            rt.stop()

@@ -35,7 +35,10 @@ def test_on_off_round_trip_restores_the_file_byte_for_byte(process_service):
     assert json.loads(path.read_bytes())["env"]["ENABLE_TOOL_SEARCH"] == "true"
     pid = ProcessBackend().pid()
     assert pid is not None and health(port)["pid"] == pid
+    since = autopilot.route_since()  # since when the proxy is Claude Code's only way out (surgery/resume.py)
+    assert since is not None and abs(since - time.time()) < 60
     st = autopilot.off()
+    assert autopilot.route_since() is None
     assert not st.enabled and not st.service_installed
     assert path.read_bytes() == USER_SETTINGS
     assert health(port) is None
@@ -162,3 +165,17 @@ def test_a_users_own_tool_search_choice_is_kept(process_service):
     assert json.loads(path.read_bytes())["env"]["ENABLE_TOOL_SEARCH"] == "false"
     autopilot.off()
     assert path.read_bytes() == mine
+
+
+def test_route_since_reads_the_state_and_an_older_state_counts_from_its_file(isolated_home):
+    from scalpel_desktop.config import write_json_atomic
+    from scalpel_desktop.paths import dirs
+
+    path = dirs().state / "autopilot.json"
+    assert autopilot.route_since() is None
+    write_json_atomic(path, {"enabled": True, "enabled_at": 1234.5})
+    assert autopilot.route_since() == 1234.5
+    write_json_atomic(path, {"enabled": True})  # written by a version that did not record the time
+    assert autopilot.route_since() == path.stat().st_mtime
+    write_json_atomic(path, {"enabled": False, "enabled_at": 1.0})  # a rolled-back `on`
+    assert autopilot.route_since() is None

@@ -16,6 +16,8 @@ SCHEMA_COLUMNS = [
     "project", "regions",
     # m006: the user's risk budget
     "banked_usd", "staked_usd",
+    # m007: what a first sighting after a restart needs (store/resume_points.py)
+    "prefix_units", "prefix_digest", "ttl_s", "answered_at",
 ]
 
 
