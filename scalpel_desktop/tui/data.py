@@ -209,6 +209,8 @@ class SavingsData:
     projected_weight: str = ""
     assumed_prices: dict[str, str] = field(default_factory=dict)
     missing: str = ""
+    # the user's risk budget (store/budget_ledger.budget_summary: the last 30 days' bets); None: unread
+    budget: dict[str, Any] | None = None
 
 
 PERIODS = (("Today", 1), ("7 days", 7), ("30 days", 30))
@@ -247,7 +249,16 @@ def load_savings(conn: sqlite3.Connection, now: float, prices: Any = None) -> Sa
             cache_read=sum(g["tokens"]["cache_read"] for g in chosen),
         ))
     return SavingsData(now, tuple(periods), tuple(points), rep["prices"]["as_of"], rep["projected_weight"],
-                       dict(rep["assumed_prices"]))
+                       dict(rep["assumed_prices"]), budget=_budget(conn, starts[0]))
+
+
+def _budget(conn: sqlite3.Connection, since: float) -> dict[str, Any] | None:
+    from scalpel_desktop.store.budget_ledger import budget_summary
+
+    try:
+        return budget_summary(conn, since=since)
+    except sqlite3.Error:  # an older ledger without the budget's columns: nothing to say
+        return None
 
 
 # -- decisions log -------------------------------------------------------------------

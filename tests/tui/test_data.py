@@ -72,6 +72,11 @@ def test_savings_periods_are_local_calendar_days(seeded, conn):
     assert len(got.days) == 30 and sum(d.realized_tokens for d in got.days) == got.periods[-1].realized_tokens
     assert got.days[-1].realized_tokens == got.periods[0].realized_tokens
     assert got.prices_as_of
+    # the risk budget, as `scalpel report` reads it (store/budget_ledger.budget_summary)
+    from scalpel_desktop.store.budget_ledger import budget_summary
+
+    assert got.budget == budget_summary(conn, since=period_start(seeded.now, 30))
+    assert got.budget["saved_usd"] == pytest.approx(sum(r.get("banked_usd") or 0 for r in seeded.requests))
 
 
 def test_decisions_log_and_cuts(seeded, conn):

@@ -56,6 +56,9 @@ class SavingsView(Vertical):
             f"{fmt.tokens(month.projected_tokens)} tokens removed ≈ {fmt.usd(month.projected_usd)}; "
             f"weight: {data.projected_weight}.\n",
             ("Prices as of ", "dim"), data.prices_as_of or "?")
+        if data.budget is not None:
+            notes.append("\n")
+            notes.append(budget_line(data.budget))
         if data.assumed_prices:
             notes.append("  · assumed prices: " + ", ".join(f"{m} as {f}" for m, f in data.assumed_prices.items()),
                          style="yellow")
@@ -63,6 +66,16 @@ class SavingsView(Vertical):
 
 
 MIN_DAYS_SHOWN = 7
+
+
+def budget_line(b: dict) -> Text:
+    """The risk budget in one line: what the cuts surely saved, what the bets staked, what is left
+    for the next ones, and what the closed bets of the last 30 days did not earn back."""
+    bets = b.get("bets", 0)
+    return Text.assemble(
+        ("Risk budget", "bold"), f": saved {fmt.usd(b['saved_usd'])}, staked {fmt.usd(b['staked_usd'])}, "
+        f"left {fmt.usd(b['balance_usd'])}; 30 days: {bets} bet{'' if bets == 1 else 's'}, "
+        f"lost {fmt.usd(b['bets_lost_usd'])}")
 
 
 def shown_days(days):

@@ -103,3 +103,21 @@ async def test_no_assumed_prices_no_warning_and_no_days_no_bars():
         assert app.query_one("#savings-chart", BarChart).bars == ()
         assert text_of(app, "#savings-chart-title").startswith("Realized tokens saved per day  ")  # no "since "
         assert all(text_of(app, f"#savings-{k}") == card(p).plain for k, p in zip(("today", "week", "month"), PERIODS))
+
+
+async def test_the_notes_show_the_risk_budget():
+    from scalpel_desktop.tui.screens.savings import budget_line
+
+    budget = {"saved_usd": 0.5, "staked_usd": 0.125, "balance_usd": 0.375, "bets": 1, "bets_lost_usd": 0.02}
+    assert budget_line(budget).plain == ("Risk budget: saved $0.50, staked $0.12, left $0.38; "
+                                         "30 days: 1 bet, lost $0.02")
+    app = host(lambda: SavingsView(id="savings"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one("#savings", SavingsView)
+        view.show(SavingsData(NOW, PERIODS, (), prices_as_of="2026-10-01", budget=dict(budget, bets=3)))
+        await settle(pilot)
+        assert "Risk budget: saved $0.50" in text_of(app, "#savings-notes")
+        assert "3 bets, lost $0.02" in text_of(app, "#savings-notes")
+        view.show(SavingsData(NOW, PERIODS, (), prices_as_of="2026-10-01"))  # an unread budget: no line
+        await settle(pilot)
+        assert "Risk budget" not in text_of(app, "#savings-notes")
