@@ -7,8 +7,10 @@ a ``Runtime``; nothing else builds a proxy. A runtime:
   dies with the process; its content says which pid and port hold it, so a
   second start can say where the running one is),
 - creates the per-install control token (mode 0600) when missing,
-- builds the pipeline (``assemble.default_stages`` with the ledger writer),
-  starts the proxy thread, writes ``dirs().runtime_file``,
+- builds the pipeline (``assemble.default_stages`` with the ledger writer;
+  surgery and the tool filter once the database allows: ``late_features``),
+  starts the proxy thread, writes ``dirs().runtime_file``; stops in 5 s with
+  every ledger row written or journaled (``runtime_stop``),
 - restarts a proxy whose loop died, with backoff,
 - answers health and status, applies settings live (validated, saved),
   runs control actions (built-ins plus those features register);
@@ -45,6 +47,8 @@ from scalpel_desktop.proxy import memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
+from scalpel_desktop.runtime_stop import STOP_TIMEOUT_S, close_in_time, keep_rows
+from scalpel_desktop.pipeline.late_features import LateFeatures
 from scalpel_desktop.store.ledger import LedgerWriter
 from scalpel_desktop.store.resume_points import ledger_whole, mark_clean_stop
 from scalpel_desktop.store.ledger_queries import today_savings_or_unknown
@@ -93,6 +97,8 @@ class Runtime:
         self.restarts = 0
         self.last_crash = ""
         self._stop_requested = threading.Event()
+        self._hurry = threading.Event()  # a second Ctrl-C / SIGTERM while stopping
+        self._features: LateFeatures | None = None  # surgery and the tool filter, on their way
         self._stopped = threading.Event()
         self._stopped.set()
         self._stop_lock = threading.Lock()
@@ -168,6 +174,7 @@ class Runtime:
             self._token = ensure_token()
             self._build_pipeline()
             self._stop_requested.clear()
+            self._hurry.clear()
             self._stopped.clear()
             self._start_server()
         except BaseException:
@@ -184,9 +191,11 @@ class Runtime:
         if self.prices is None:
             self.prices = PriceTable.load()  # once per runtime, passed down
         self._features_error = None
+        self._features = LateFeatures(on_error=self._note_features_off, close=assemble.close_stages)
         stages = assemble.default_stages(self.settings, ledger=self._ledger, prices=self.prices,
-                                         on_features_off=self._note_features_off)
-        self._pipeline = Chain(stages, paused=lambda: bool(self.setting("paused")))
+                                         on_features_off=self._note_features_off, features_later=self._features)
+        self._pipeline = chain = Chain(stages, paused=lambda: bool(self.setting("paused")))
+        self._features.deliver_to(lambda late: assemble.install_features(chain, late))  # (then says they are on)
         limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
@@ -194,7 +203,7 @@ class Runtime:
         assemble.register_actions(self)
         memtrace.install_from_env(stages)  # SCALPEL_MEMTRACE=DIR only: a diagnosis (benchmarks/proxy_memory.py)
 
-    def _note_features_off(self, why: str) -> None:
+    def _note_features_off(self, why: str | None) -> None:  # (None: on now)
         self._features_error = why
 
     def _proxy_options(self):
@@ -252,8 +261,9 @@ class Runtime:
         except Exception as e:  # noqa: BLE001
             self._on_server_exit(e)
 
-    def stop(self, timeout: float = 5.0) -> bool:
-        """Stop serving, flush the ledger, release the lock; True when all ended in time."""
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> bool:
+        """Stop serving, keep every ledger row (written, or journaled), release the lock, all within
+        ``timeout`` (``runtime_stop.py``); True when the server ended in time."""
         with self._stop_lock:  # the control API, a signal and the tray may all ask at once
             if self._stopped.is_set():
                 return True
@@ -268,21 +278,22 @@ class Runtime:
             self._teardown(deadline)
             return ok
 
+    def hurry(self) -> None:
+        """A second Ctrl-C or SIGTERM while stopping: no more waiting on analyses or the database (rows kept)."""
+        self._hurry.set()
+        for part in (self._pipeline, self._ledger):
+            getattr(part, "hurry", lambda: None)()
+
     def _teardown(self, deadline: float | None = None) -> None:
-        deadline = deadline or time.monotonic() + 5.0
+        deadline = deadline or time.monotonic() + STOP_TIMEOUT_S
+        if self._features is not None:
+            self._features.stop()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-        if self._observer is not None:
-            # Observations still queued become ledger rows before the ledger closes.
-            self._observer.shutdown(wait=True)
-            self._observer = None
-        if self._completer is not None:
-            # So do the completions of requests already answered.
-            self._completer.shutdown(wait=True)
-            self._completer = None
-        if self._pipeline is not None:
-            assemble.close_stages(self._pipeline.stages)
+        # Rows before analyses: the answered requests' rows, then the ledger, then the stages (runtime_stop.py).
+        keep_rows(self._pipeline, (self._observer, self._completer), deadline, self._hurry)
+        self._observer = self._completer = None
         if self._ledger is not None:
             try:
                 self._ledger.close(timeout=max(0.1, deadline - time.monotonic()))
@@ -291,6 +302,8 @@ class Runtime:
             except Exception:  # noqa: BLE001
                 log.exception("closing the ledger failed")
             self._ledger = None
+        if self._pipeline is not None:
+            close_in_time(assemble.close_stages, list(self._pipeline.stages), deadline=deadline)
         try:
             info = runtime_info()
             if info and info.get("pid") == os.getpid():

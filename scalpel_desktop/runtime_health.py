@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 
 from scalpel_desktop.paths import dirs, home_relative
+from scalpel_desktop.store.row_journal import journal_path
 
 MB = 1024 * 1024
 SPILL_SIZE_TTL_S = 60.0  # the spill dir is walked at most this often (status is polled every 2 s)
@@ -64,8 +65,9 @@ class HealthFacts:
     recording: bool | None = True  # None: no ledger writer
     recording_error: str | None = None
     ledger_busy_since: float | None = None
-    ledger_pending: int = 0
-    features_error: str | None = None  # why surgery and the tool filter were left out at start
+    ledger_pending: int = 0  # rows waiting in memory
+    ledger_journaled: int = 0  # rows waiting in the journal beside the ledger (store/row_journal.py)
+    features_error: str | None = None  # why surgery and the tool filter are not in the pipeline (yet)
     surgery_running: bool = True
     tool_filter_running: bool = True
     today_error: str = ""  # why today's figures could not be read ("": they could)
@@ -112,9 +114,8 @@ def _ledger_items(f: HealthFacts) -> list[Degraded]:
     if f.ledger_busy_since is not None:
         held = max(0.0, f.now - f.ledger_busy_since)
         out.append(Degraded("ledger-locked", "fail", "ledger locked",
-                            f"the ledger {p} is locked by another program ({held:.0f} s so far; "
-                            f"{f.ledger_pending} row(s) waiting): recording stops if it stays locked",
-                            ledger_fix("locked", f.ledger_path)))
+                            f"the ledger {p} is locked by another program ({held:.0f} s so far): "
+                            f"{_waiting(f)}, written when it frees", ledger_fix("locked", f.ledger_path)))
     elif f.today_error:
         code = "ledger-locked" if _locked(f.today_error) else "ledger-unreadable"
         out.append(Degraded(code, "fail", "ledger locked" if code == "ledger-locked" else "ledger unreadable",
@@ -123,9 +124,17 @@ def _ledger_items(f: HealthFacts) -> list[Degraded]:
     if f.recording is False:
         why = f.recording_error or "the ledger could not be written"
         out.append(Degraded("recording-off", "fail", "recording off",
-                            f"recording is off: the ledger could not be written ({why}); nothing is recorded "
-                            "until scalpel restarts", ledger_fix(why, f.ledger_path)))
+                            f"recording is off: the ledger could not be written ({why}); {_waiting(f)}, "
+                            "written once it can be (tried again every 30 s)", ledger_fix(why, f.ledger_path)))
     return out
+
+
+def _waiting(f: HealthFacts) -> str:
+    """``12 row(s) waiting (10 in the journal ~/…/ledger.sqlite3-rows.jsonl)``."""
+    n = f.ledger_pending + f.ledger_journaled
+    if not f.ledger_journaled:
+        return f"{n:,} row(s) waiting"
+    return f"{n:,} row(s) waiting ({f.ledger_journaled:,} in the journal {home_relative(journal_path(f.ledger_path))})"
 
 
 def _feature_items(f: HealthFacts) -> list[Degraded]:
@@ -134,8 +143,9 @@ def _feature_items(f: HealthFacts) -> list[Degraded]:
     fix = ledger_fix(why, f.ledger_path)
     if not f.surgery_running:
         out.append(Degraded("surgery-off", "fail", "surgery off",
-                            f"surgery is off: the ledger database could not be used at start ({why}); "
-                            "requests are forwarded unchanged", fix))
+                            f"surgery is off: the ledger database cannot be used ({why}); requests are "
+                            "forwarded unchanged, and surgery comes on by itself once it can be (tried again)",
+                            fix))
     elif f.paused:
         out.append(Degraded("surgery-off", "info", "paused", "surgery is off: paused (pure pass-through)",
                             "`scalpel resume`"))
@@ -145,8 +155,8 @@ def _feature_items(f: HealthFacts) -> list[Degraded]:
                             "`scalpel policy death` (the default)"))
     if f.tool_filter_asked and not f.tool_filter_running:
         out.append(Degraded("tool-filter-off", "fail", "tool filter off",
-                            "the tool filter is on in the settings but not running: the ledger database could "
-                            f"not be used at start ({why})", fix))
+                            "the tool filter is on in the settings but not running: the ledger database "
+                            f"cannot be used ({why}); it comes on by itself once it can be", fix))
     return out
 
 

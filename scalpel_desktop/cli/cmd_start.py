@@ -135,14 +135,14 @@ def serve_foreground(overrides: dict | None = None, quiet: bool = False, on_star
     except PortInUse as e:
         raise CliError(str(e)) from None
 
-    def on_term(signum, frame):  # noqa: ARG001
+    def on_again(signum, frame):  # noqa: ARG001 - stopping already: hurry it, never break it off
+        rt.hurry()
+
+    def on_first(signum, frame):  # noqa: ARG001
+        _handle_stop_signals(on_again)  # before the stop starts: a second signal can never interrupt it
         raise KeyboardInterrupt
 
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except (ValueError, OSError):  # not the main thread
-        pass
+    previous = _handle_stop_signals(on_first)
     live = sys.stdout.isatty() and not quiet
     try:
         if on_started is not None:
@@ -155,13 +155,31 @@ def serve_foreground(overrides: dict | None = None, quiet: bool = False, on_star
     except KeyboardInterrupt:
         pass
     finally:
+        _handle_stop_signals(on_again)  # (also when stopped by `scalpel stop`: Ctrl-C from here hurries)
         if live:
             sys.stdout.write("\n")
         rt.stop(timeout=5.0)
-        if previous is not None:  # a caller in this process (a test, the tray) keeps its own handler
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():  # a caller in this process (a test, the tray) keeps its own
+            signal.signal(signum, handler)
     print("scalpel stopped.", flush=True)
     return 0
+
+
+def _handle_stop_signals(handler) -> dict:
+    """``handler`` for SIGINT (Ctrl-C) and SIGTERM; the handlers it replaced (none off the main thread).
+
+    The first signal stops the proxy; one more while it stops (a second Ctrl-C, a service manager's
+    second SIGTERM) only hurries the stop: every ledger row is still written or journaled, and the
+    exit status stays 0."""
+    import signal
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    return previous
 
 
 def _print_banner(rt) -> None:

@@ -24,6 +24,15 @@ of the one before: a degraded state, not only a log line).
 A large first sighting that no stage would change skips all of that: it goes
 out before any stage looks, and its completion runs their ``on_request`` too
 (``pipeline/lane.py``).
+
+Stopping (``hurry``): a completion that has not started drops its analysis
+and keeps its row (a first sighting sent as it came is recorded without
+running the stages it skipped; one analysed after its answer is not), and so
+does a request observed after its answer; ``record_unfinished`` then records,
+from the stopping thread, every answered request whose completion has not
+recorded it yet (an analysis still running is left to finish or be dropped:
+its row is written now, and only once). ``add_stages`` puts stages into a
+running chain (surgery and the tool filter, once the database can be used).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import time
 from typing import Any, Callable, Hashable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
-from scalpel_desktop.pipeline.lane import LANE_MIN_BYTES, deferred_exchange, replay_request
+from scalpel_desktop.pipeline.lane import LANE_MIN_BYTES, deferred_exchange, replay_request, stopping_exchange
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import too_deep
 
@@ -43,6 +52,7 @@ log = logging.getLogger("scalpel.pipeline")
 # Stages that only read the request (the parse, the key): they run before a request waits for its
 # conversation's pending completions; every later stage sees the state those completions leave.
 _BEFORE_ORDER = ("parse-reuse", "identify")
+_RECORDS = ("record",)  # the stages that write an exchange's row (its ledger row): kept when stopping
 ORDER_WAIT_S = 10.0
 
 
@@ -81,6 +91,9 @@ class Chain:
         self.lane_min_bytes: int | None = LANE_MIN_BYTES
         self._pending: dict[Hashable, list[threading.Event]] = {}  # conversation -> completions not run yet
         self._pending_lock = threading.Lock()
+        self._hurry = False
+        self._unrecorded: dict[int, Exchange] = {}  # answered, their row not recorded yet (id -> exchange)
+        self._recorded_now: dict[int, Exchange] = {}  # ... recorded by ``record_unfinished`` (kept alive)
 
     def get(self, name: str) -> Any:
         """The stage called ``name``, or None."""
@@ -88,6 +101,29 @@ class Chain:
             if getattr(stage, "name", None) == name:
                 return stage
         return None
+
+    def add_stages(self, stages: Sequence[Stage], before: str = "record") -> None:
+        """Put ``stages`` in, before the stage named ``before`` (at the end without one). A request
+        already under way keeps the list it started with (and its completion meets them harmlessly:
+        a stage that has no state of a request does nothing on its response)."""
+        current = list(self.stages)
+        at = next((i for i, s in enumerate(current) if getattr(s, "name", None) == before), len(current))
+        self.stages = current[:at] + list(stages) + current[at:]
+
+    def hurry(self) -> None:
+        """The proxy is stopping: from now on completions keep their rows and drop their analyses."""
+        self._hurry = True
+
+    def record_unfinished(self) -> int:
+        """Record now every answered exchange whose completion has not recorded it; how many."""
+        with self._pending_lock:
+            todo = list(self._unrecorded.values())
+        n = 0
+        for ex in todo:
+            if self._take_row(ex, now=True):
+                n += 1
+                self._record(self.stages, ex)
+        return n
 
     def observe_only(self) -> bool | None:
         """When no stage that could change a body would run (paused, or every stage
@@ -105,6 +141,8 @@ class Chain:
         decision and this run); None reads it now."""
         if paused is None:
             paused = _safe_bool(self.paused)
+        if self._hurry:  # stopping: what the row needs, from the skeleton; no stage runs
+            return stopping_exchange(request)
         if not paused and self.lane_min_bytes is not None:
             lane = deferred_exchange(self.stages, request, self.lane_min_bytes, busy=self._busy)
             if lane is not None:
@@ -137,6 +175,8 @@ class Chain:
     def answered(self, ex: Exchange) -> None:
         """The client has ``ex``'s answer and ``complete(ex, ...)`` will run later: until it has,
         a later request of the same conversation waits in ``process`` (never another one)."""
+        with self._pending_lock:
+            self._unrecorded[id(ex)] = ex
         key = _order_key(ex)
         if key is None:
             return
@@ -147,10 +187,17 @@ class Chain:
 
     def complete(self, ex: Exchange, result: ResponseResult) -> None:
         ex.response = result
+        stages = self.stages
         try:
-            if ex.forwarded:
-                replay_request(self.stages, ex)  # its request path, after the answer (FIFO: earlier ones ran)
-            for stage in self.stages:
+            if self._hurry:  # stopping: the row, not the analysis
+                ex.analyse_later, ex.layout_later = False, None
+                if ex.forwarded:  # no stage has seen its request: only the row is written
+                    stages = [s for s in stages if getattr(s, "name", None) in _RECORDS]
+            elif ex.forwarded:
+                replay_request(stages, ex)  # its request path, after the answer (FIFO: earlier ones ran)
+            for stage in stages:
+                if getattr(stage, "name", None) in _RECORDS and not self._take_row(ex):
+                    continue  # recorded already, by ``record_unfinished``
                 try:
                     stage.on_response(ex)
                 except Exception:  # noqa: BLE001
@@ -158,7 +205,35 @@ class Chain:
         finally:
             self._completed(ex)
 
+    def _take_row(self, ex: Exchange, now: bool = False) -> bool:
+        """Whether the caller is the one to record ``ex`` (once: a completion, or ``record_unfinished``)."""
+        with self._pending_lock:
+            if now:  # only an exchange still waiting for its row
+                if self._unrecorded.pop(id(ex), None) is not ex:
+                    return False
+                self._recorded_now[id(ex)] = ex
+                return True
+            if self._recorded_now.get(id(ex)) is ex:
+                return False
+            self._unrecorded.pop(id(ex), None)
+            return True
+
+    def _record(self, stages: Sequence[Stage], ex: Exchange) -> None:
+        for stage in stages:
+            if getattr(stage, "name", None) not in _RECORDS:
+                continue
+            for attempt in (1, 2):  # (its completion may be changing it meanwhile: a second look)
+                try:
+                    stage.on_response(ex)
+                    break
+                except Exception:  # noqa: BLE001
+                    if attempt == 2:
+                        log.exception("stage %s failed to record an unfinished exchange", stage.name)
+
     def _completed(self, ex: Exchange) -> None:
+        with self._pending_lock:
+            if self._unrecorded.get(id(ex)) is ex:  # (a chain without a recorder)
+                del self._unrecorded[id(ex)]
         pending, ex.pending_completion = ex.pending_completion, None
         if pending is None:
             return

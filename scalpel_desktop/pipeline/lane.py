@@ -77,6 +77,22 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
     return ex
 
 
+def stopping_exchange(request: ApiRequest) -> Exchange:
+    """What a request gets while the proxy stops (``Chain.hurry``): sent as it came, no stage run, its
+    conversation and model read from the skeleton for its ledger row (a body it cannot read: none)."""
+    ex = Exchange(request=request)
+    ex.forwarded = True
+    ex.decision = Decision("unchanged", "the proxy was stopping: sent as it came, not analysed")
+    if request.endpoint == "messages":
+        try:
+            skel = read_skeleton(request.headers, request.body)
+        except Exception:  # noqa: BLE001 - the row goes without them
+            skel = None
+        if skel is not None:
+            ex.key, ex.model = skel.key, skel.model
+    return ex
+
+
 class _Unreadable(Exception):
     """The body has no skeleton (``read_skeleton`` said None, or no messages): the usual path."""
 

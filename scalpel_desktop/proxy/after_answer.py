@@ -35,7 +35,11 @@ def completer(opts: Any) -> Executor:
     return _DEFAULT_COMPLETER
 
 
-def answered(pipeline: Pipeline, ex: Exchange) -> None:
+def answered(pipeline: Pipeline, ex: Exchange, result: ResponseResult | None = None) -> None:
+    """``result`` is on the exchange from now: a stop may record its row before its completion runs
+    (``Chain.record_unfinished``)."""
+    if result is not None:
+        ex.response = result
     answered = getattr(pipeline, "answered", None)
     if answered is None:
         return

@@ -296,7 +296,7 @@ async def forward(request: web.Request) -> web.StreamResponse:
                 # Not awaited: the connection is free for its next request at once. The pipeline
                 # orders per conversation instead (``answered``): that conversation's next request
                 # waits in ``process`` until this completion has run; no other one does.
-                after_answer.answered(pipeline, ex)
+                after_answer.answered(pipeline, ex, result)
                 after_answer.background(opts, loop.run_in_executor(
                     after_answer.completer(opts), after_answer.complete, pipeline, ex, result))
     return resp

@@ -22,6 +22,13 @@ UNIT_NAME = "scalpel-desktop.service"
 DESKTOP_NAME = "scalpel-desktop-tray.desktop"
 TASK_NAME = "scalpel-desktop"
 
+#: How long a service manager waits after its stop signal before it kills the proxy (systemd's
+#: ``TimeoutStopSec``, launchd's ``ExitTimeOut``). The proxy stops within 5 s (``runtime_stop.STOP_TIMEOUT_S``:
+#: the rows written or journaled), then the interpreter exits (an analysis already running finishes): a kill
+#: before that loses nothing, but a kill before the 5 s could (issue 25: systemd's 10 s met an 11 s stop).
+#: Task Scheduler has no such wait: ``schtasks /End`` kills at once (the journal keeps what was not written).
+STOP_TIMEOUT_S = 20
+
 #: Variables a service must inherit from the installing shell (so a service
 #: installed with SCALPEL_HOME set uses the same data, config and port).
 PASSED_ENV = ("SCALPEL_HOME", "CLAUDE_CONFIG_DIR", "SCALPEL_ANTHROPIC_UPSTREAM", "SCALPEL_OPENAI_UPSTREAM")
@@ -70,6 +77,7 @@ def render_systemd_unit(launch: Launch) -> str:
     env_lines += "Environment=PYTHONUNBUFFERED=1\n"
     text = template(UNIT_NAME)
     text = "\n".join(line for line in text.splitlines() if not line.startswith("# ")) + "\n"
+    text = text.replace("@STOP_TIMEOUT@", str(STOP_TIMEOUT_S))
     return text.replace("@EXEC_START@", exec_start).replace("@ENVIRONMENT@\n", env_lines)
 
 
@@ -100,6 +108,7 @@ def render_launchd_plist(label: str, launch: Launch, log_path: str, *, always_re
         doc["KeepAlive"] = True
     doc["ProgramArguments"] = launch.argv
     doc["EnvironmentVariables"] = {**launch.env, "PYTHONUNBUFFERED": "1"}
+    doc["ExitTimeOut"] = STOP_TIMEOUT_S  # after SIGTERM, before SIGKILL
     doc["StandardOutPath"] = log_path
     doc["StandardErrorPath"] = log_path
     return plistlib.dumps(doc, fmt=plistlib.FMT_XML, sort_keys=False)

@@ -32,6 +32,19 @@ def test_systemd_unit_passes_systemd_analyze_verify(isolated_home, tmp_path):
     assert "\nRestart=always\n" in text and "\nStartLimitIntervalSec=0\n" in text
 
 
+def test_the_service_managers_wait_for_the_stop_far_longer_than_it_needs():
+    """Issue 25: systemd's TimeoutStopSec=10 met an 11 s stop, and its SIGKILL lost rows. The proxy
+    stops within ``runtime_stop.STOP_TIMEOUT_S``; both managers wait several times that."""
+    from scalpel_desktop.runtime_stop import STOP_TIMEOUT_S
+
+    unit = templates.render_systemd_unit(templates.python_launch("start"))
+    (line,) = [x for x in unit.splitlines() if x.startswith("TimeoutStopSec=")]
+    assert int(line.split("=", 1)[1]) == templates.STOP_TIMEOUT_S >= 3 * STOP_TIMEOUT_S
+    assert "@STOP_TIMEOUT@" not in unit
+    plist = plistlib.loads(templates.render_launchd_plist("x", templates.python_launch("start"), "/tmp/log"))
+    assert plist["ExitTimeOut"] == templates.STOP_TIMEOUT_S
+
+
 def test_systemd_analyze_verify_speaks_up_on_a_bad_unit(isolated_home, tmp_path):
     """The check above fails on any output: show that a planted mistake produces some."""
     require(shutil.which("systemd-analyze") is not None, "systemd-analyze (Debian package systemd)")

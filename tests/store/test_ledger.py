@@ -13,6 +13,7 @@ import pytest
 from scalpel_desktop.paths import dirs
 from scalpel_desktop.store import db
 from scalpel_desktop.store.ledger import LedgerWriter
+from tests.support.db_lock import exclusive_lock
 
 
 def row(i: int = 0, **kw) -> dict:
@@ -28,6 +29,15 @@ def count(path) -> int:
         return conn.execute("SELECT count(*) FROM requests").fetchone()[0]
     finally:
         conn.close()
+
+
+def wait_until(cond, timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def warnings_of(caplog) -> list[logging.LogRecord]:
@@ -50,7 +60,7 @@ def test_rows_are_written_on_the_writer_thread(tmp_path):
 
     def trace(conn):
         conn.set_trace_callback(
-            lambda sql: inserting_threads.add(threading.get_ident()) if sql.startswith("INSERT INTO requests") else None)
+            lambda sql: inserting_threads.add(threading.get_ident()) if sql.startswith("INSERT OR IGNORE INTO requests") else None)
 
     w = LedgerWriter(tmp_path / "l.sqlite3", on_open=trace)
     for i in range(25):
@@ -93,20 +103,47 @@ def held_write_lock(path):
         holder.close()
 
 
-def test_locked_database_turns_recording_off_with_one_warning(tmp_path, caplog):
+def test_a_lock_past_the_memory_wait_journals_the_rows_and_keeps_recording(tmp_path, caplog):
+    """Issue 25: a lock held past the retries used to turn recording off until a restart, every row lost."""
     path = tmp_path / "l.sqlite3"
     db.connect(path).close()
-    with held_write_lock(path):
-        w = LedgerWriter(path, busy_timeout_s=0.2, retry_delays_s=(0.05, 0.05))
-        results = [w.submit(row(i)) for i in range(20)]  # returns at once: the writer is the one waiting
-        assert results[0] is True
+    w = LedgerWriter(path, busy_timeout_s=0.05, retry_delays_s=(0.05,), memory_wait_s=0.2)
+    try:
+        with exclusive_lock(path):
+            results = [w.submit(row(i)) for i in range(20)]  # returns at once: the writer is the one waiting
+            assert results == [True] * 20
+            wait_until(lambda: w.journaled == 20)
+            assert w.pending == 0 and w.enabled and w.last_error is None and w.busy_since is not None
+            assert not w.flush(timeout=0.2)  # not in the database yet
+            assert w.submit(row(99)) is True  # still recording
         assert w.flush(timeout=30)
-        assert not w.enabled
-        assert "locked" in (w.last_error or "")
-        assert w.submit(row(99)) is False
-    w.close()
-    assert count(path) == 0
-    assert len(warnings_of(caplog)) == 1
+        assert w.journaled == 0 and w.busy_since is None and w.whole
+    finally:
+        w.close()
+    assert count(path) == 21 and w.written == 21
+    assert not w.journal.path.exists() and not w.journal.taken_path.exists()
+    assert warnings_of(caplog) == []
+
+
+def test_rows_journaled_after_a_failed_replay_are_written_too_when_the_lock_frees(tmp_path):
+    """A try during the lock takes the journal (renamed, then the insert fails); rows journaled after
+    it start a new journal. Both are written once it frees, in seconds (they waited 30 s more)."""
+    path = tmp_path / "l.sqlite3"
+    db.connect(path).close()
+    w = LedgerWriter(path, busy_timeout_s=0.05, retry_delays_s=(0.05,), memory_wait_s=0.1)
+    try:
+        with exclusive_lock(path):
+            for i in range(5):
+                w.submit(row(i))
+            wait_until(lambda: w.journaled == 5)
+            wait_until(lambda: w.journal.taken_path.exists())  # a replay was tried under the lock
+            for i in range(5, 9):
+                w.submit(row(i))
+            wait_until(lambda: w.journaled == 9 and w.journal.path.exists())
+        assert w.flush(timeout=5)
+        assert w.journaled == 0 and count(path) == 9
+    finally:
+        w.close()
 
 
 def test_full_queue_drops_rows_without_blocking_or_raising(tmp_path, caplog):
@@ -168,7 +205,10 @@ def test_unwritable_directory_turns_recording_off(tmp_path, caplog):
     w.submit(row())
     w.close()
     assert not w.enabled and w.last_error
-    assert len(warnings_of(caplog)) == 1
+    # recording off, then the one row that neither the ledger nor its journal (same folder) could take
+    assert [r.getMessage().split(" (")[0] for r in warnings_of(caplog)] == [
+        "ledger recording off", "ledger: 1 row(s) lost at the stop: neither the ledger nor the journal took them"]
+    assert w.dropped == 1 and not w.whole
 
 
 def test_disk_full_turns_recording_off(tmp_path, caplog):

@@ -18,6 +18,8 @@ SCHEMA_COLUMNS = [
     "banked_usd", "staked_usd",
     # m007: what a first sighting after a restart needs (store/resume_points.py)
     "prefix_units", "prefix_digest", "ttl_s", "answered_at",
+    # m009: each row's own id, so that a journaled row is never written twice (store/row_journal.py)
+    "uid",
 ]
 
 
@@ -39,6 +41,8 @@ def test_requests_table_matches_the_agreed_schema(tmp_path):
     indexed = {r["name"]: [c["name"] for c in conn.execute(f"PRAGMA index_info({r['name']})")]
                for r in conn.execute("PRAGMA index_list(requests)")}
     assert ["ts"] in indexed.values() and ["session"] in indexed.values()
+    unique = {r["name"] for r in conn.execute("PRAGMA index_list(requests)") if r["unique"]}
+    assert [indexed[name] for name in unique] == [["uid"]]
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
