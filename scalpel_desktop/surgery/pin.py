@@ -9,8 +9,10 @@ message - where that request wrote its entry - looks up its own block first,
 so the read stops there under any lookback. The marker is not part of the
 cached content (it changes no cache key); only its position matters.
 
-Anthropic Messages bodies only. ``pinnable(doc)`` says which messages' last
-blocks may take a marker and how many markers are free; ``pinned(doc, unit,
+Anthropic Messages bodies only. A message whose content is a string takes
+the marker as that string's one text block (what the API reads it as, and
+what Claude Code itself sends for its own last message). ``pinnable(doc)``
+says which messages' last blocks may take a marker and how many markers are free; ``pinned(doc, unit,
 ttl)`` is a copy of ``doc`` with the marker added (copy-on-write: the message
 objects of ``doc`` are never touched). ``surgery/validate.py``
 (``pin_problems``) checks that exactly this marker was added.
@@ -75,8 +77,20 @@ class Pinnable:
         return len(self.msgs)
 
     def __getitem__(self, i: int) -> bool:
+        if _text_content(self.msgs[i]) is not None:
+            return True
         b = _last_block(self.msgs[i])
         return b is not None and "cache_control" not in b
+
+
+def _text_content(m: Any) -> str | None:
+    """A message whose content is a non-empty string (Claude Code 2.1's environment message, a
+    turned-back last message): the string, else None. The API reads such content as one text
+    block, so the pin turns it into that block with the marker, exactly as Claude Code does with
+    its own last message every turn (SPEC 9: "a string becomes a block list with a cache marker")
+    while the entries before it keep being read."""
+    content = m.get("content") if isinstance(m, dict) else None
+    return content if isinstance(content, str) and content else None
 
 
 def pinnable(doc: dict, raw: bytes | None = None) -> tuple[Pinnable | list, int]:
@@ -97,15 +111,16 @@ def pinned(doc: dict, unit: int, ttl: str) -> dict | None:
     msgs = doc.get("messages")
     if not isinstance(msgs, list) or not 0 <= unit < len(msgs):
         return None
-    block = _last_block(msgs[unit])
+    text = _text_content(msgs[unit])
+    block = {"type": "text", "text": text} if text is not None else _last_block(msgs[unit])
     if block is None or "cache_control" in block:
         return None
     marker: dict[str, Any] = {"type": "ephemeral"}
     if ttl == "1h":
         marker["ttl"] = "1h"
     msg = dict(msgs[unit])
-    content = list(msg["content"])
-    content[-1] = dict(block, cache_control=marker)
+    content = [] if text is not None else list(msg["content"])
+    content[-1:] = [dict(block, cache_control=marker)]
     msg["content"] = content
     out = dict(doc)
     out["messages"] = list(msgs)

@@ -189,6 +189,8 @@ def pin_problems(doc: Any, pinned_doc: Any, unit: int) -> list[str]:
             continue
         problems += [f"pin: messages[{i}].{k} changed" for k in o if k != "content" and not _same(o[k], n[k])]
         oc, nc = o.get("content"), n.get("content")
+        if isinstance(oc, str) and oc:  # a string pinned as its one text block (surgery/pin.py)
+            oc = [{"type": "text", "text": oc}]
         if not (isinstance(oc, list) and isinstance(nc, list)) or len(oc) != len(nc) or not oc:
             problems.append(f"pin: messages[{i}].content changed")
             continue

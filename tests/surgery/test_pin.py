@@ -69,13 +69,37 @@ def test_the_validator_allows_nothing_but_the_marker():
     assert any("system changed" in p for p in pin_problems(doc, other, 2))
 
 
-def test_thinking_and_string_messages_are_not_pinned():
+def test_thinking_blocks_and_empty_messages_are_not_pinned():
     doc = body()
     doc["messages"][1] = {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "s"}]}
-    doc["messages"][2] = {"role": "user", "content": "plain"}
+    doc["messages"][2] = {"role": "system", "content": []}  # 2.1.332 after /compact (SPEC 9)
+    doc["messages"][3] = {"role": "user", "content": ""}
     flags, _ = pinnable(doc)
-    assert flags[1] is False and flags[2] is False
-    assert pinned(doc, 1, "5m") is None and pinned(doc, 2, "5m") is None
+    assert flags[1] is False and flags[2] is False and flags[3] is False
+    assert pinned(doc, 1, "5m") is None and pinned(doc, 2, "5m") is None and pinned(doc, 3, "5m") is None
+
+
+def test_a_string_message_is_pinned_as_its_one_text_block():
+    """Claude Code 2.1's environment message (``role: system``, the second message) is a string
+    after the first turn, and the first request's entry ends there: the only pin a death cut at
+    the second request can have. The API reads a string as one text block (Claude Code sends its
+    own last message as that block with a marker, then as a string, and reads it back), and so
+    does the emulator's cache model."""
+    from scalpel_desktop.accounting.prefix_blocks import request_blocks
+
+    doc = body()
+    doc["messages"][1] = {"role": "system", "content": "<env>cwd: /p</env>"}
+    flags, _ = pinnable(doc)
+    assert flags[1] is True
+    out = pinned(doc, 1, "5m")
+    assert out["messages"][1] == {"role": "system",
+                                  "content": [{"type": "text", "text": "<env>cwd: /p</env>", "cache_control": CC}]}
+    assert doc["messages"][1]["content"] == "<env>cwd: /p</env>"  # the original untouched
+    assert pin_problems(doc, out, 1) == []
+    assert [b.chain for b in request_blocks(out)] == [b.chain for b in request_blocks(doc)]  # no key changed
+    worse = pinned(doc, 1, "5m")
+    worse["messages"][1]["content"][0]["text"] = "<env>cwd: /q</env>"
+    assert any("beyond one added marker" in p for p in pin_problems(doc, worse, 1))
 
 
 def test_markers_counted_from_the_raw_bytes_never_too_few():
