@@ -59,6 +59,32 @@ def claude_code_session(workdir: str | os.PathLike, agent_tool: str = "Agent") -
                   final_text="Nothing more to do.", side_text="OK.", detect_side=True, name="claude_code_session")
 
 
+LONG_FILE = "design.txt"
+LONG_TEXT = "Done: the design notes are updated and every step checked."
+
+
+def prepare_long_workdir(workdir: str | os.PathLike, kb: int = 80) -> Path:
+    """The project of ``long_session``: one large file (``kb`` KB of design notes) to read once."""
+    root = prepare_workdir(workdir)
+    lines = [f"Design note {i}: the greeting module prints a friendly message; keep it short and clear.\n"
+             for i in range(kb * 1024 // 90)]
+    (root / LONG_FILE).write_text("STATUS: draft\n" + "".join(lines), encoding="utf-8")
+    return root
+
+
+def long_session(workdir: str | os.PathLike, turns: int = 55) -> Script:
+    """A long session with no idle gap whose one large read dies early: Read the design notes,
+    Edit them (the read is superseded: dead), then ``turns`` small Bash steps, then a text. What a
+    warm cut at death is for (issue 23): the dead read rides along on every later request."""
+    path = str(Path(workdir).resolve() / LONG_FILE)
+    main = [call("Read", "I'll read the design notes.", file_path=path),
+            call("Edit", file_path=path, old_string="STATUS: draft", new_string="STATUS: reviewed")]
+    main += [call("Bash", command=f"echo step {i}", description=f"Step {i}") for i in range(turns)]
+    main.append(say(LONG_TEXT))
+    return Script(main=main, final_text="Nothing more to do.", side_text="OK.", detect_side=True,
+                  name="long_session")
+
+
 def text_reply(text: str = "Hello from the scalpel emulator.") -> Script:
     """Every request gets one text answer."""
     return Script(main=[say(text)], final_text=text, name="text")
@@ -81,6 +107,7 @@ NAMED: dict[str, Callable[..., Script]] = {
     "default": text_reply,
     "text": text_reply,
     "claude_code_session": claude_code_session,
+    "long_session": long_session,
     "tool_loop": tool_loop,
     "parallel": parallel_tools,
 }
@@ -90,10 +117,10 @@ def named_script(name: str, **kwargs: Any) -> Script:
     """A script by name; ``claude_code_session`` takes ``workdir`` (default: the current directory)."""
     if name not in NAMED:
         raise KeyError(f"unknown script {name!r}; known: {', '.join(sorted(NAMED))}")
-    if name == "claude_code_session" and "workdir" not in kwargs:
+    if name in ("claude_code_session", "long_session") and "workdir" not in kwargs:
         kwargs["workdir"] = os.getcwd()
     return NAMED[name](**kwargs)
 
 
-__all__ = ["NAMED", "Turn", "claude_code_session", "named_script", "parallel_tools", "prepare_workdir",
-           "text_reply", "tool_loop"]
+__all__ = ["NAMED", "Turn", "claude_code_session", "long_session", "named_script", "parallel_tools",
+           "prepare_long_workdir", "prepare_workdir", "text_reply", "tool_loop"]

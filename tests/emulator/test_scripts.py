@@ -49,10 +49,24 @@ def test_the_small_scripts():
 
 
 def test_named_script(tmp_path, monkeypatch):
-    assert set(scripts.NAMED) == {"default", "text", "claude_code_session", "tool_loop", "parallel"}
+    assert set(scripts.NAMED) == {"default", "text", "claude_code_session", "long_session", "tool_loop", "parallel"}
     assert all(isinstance(scripts.named_script(n), Script) for n in ("default", "text", "tool_loop", "parallel"))
     monkeypatch.chdir(tmp_path)
     s = scripts.named_script("claude_code_session")  # the work dir defaults to the current directory
     assert s.main[0].tool_calls[0].input["file_path"] == str(tmp_path.resolve() / "notes.txt")
-    with pytest.raises(KeyError, match="unknown script 'nope'; known: claude_code_session, default, parallel"):
+    assert scripts.named_script("long_session").main[0].tool_calls[0].input["file_path"] == \
+        str(tmp_path.resolve() / scripts.LONG_FILE)
+    with pytest.raises(KeyError, match="unknown script 'nope'; known: claude_code_session, default, long_session"):
         scripts.named_script("nope")
+
+
+def test_the_long_session_reads_one_large_file_edits_it_then_takes_small_steps(tmp_path):
+    """Issue 23's live check: the large read dies at the Edit, and many small turns follow it."""
+    root = scripts.prepare_long_workdir(tmp_path, kb=20)
+    text = (root / scripts.LONG_FILE).read_text()
+    assert text.startswith("STATUS: draft\n") and 18_000 < len(text) < 22_000
+    s = scripts.long_session(root, turns=4)
+    names = [c.name for t in s.main for c in t.tool_calls]
+    assert names == ["Read", "Edit", "Bash", "Bash", "Bash", "Bash"]
+    assert s.main[1].tool_calls[0].input["old_string"] == "STATUS: draft"
+    assert s.main[-1].text == scripts.LONG_TEXT

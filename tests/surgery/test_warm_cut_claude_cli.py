@@ -1,0 +1,42 @@
+"""Issue 23, live: a warm cut at death, funded by the user's own savings, through a real Claude Code 2.1.332.
+
+The user's ledger holds one saving and three earlier long sessions (all through
+the proxy); a fourth long session with no idle gap (its large read dies at the
+second request) then costs less through the proxy than directly, by Claude
+Code's own ``total_cost_usd``, at lookback 20, and no more at 12 or 28 (the
+pin makes the cut's read boundary the same under every reading). A shorter
+session than the benchmark's (``benchmarks/warm_cut_live.py``: 55 turns, 35%).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scalpel_desktop import clock
+from scalpel_desktop.accounting.prices import PriceTable
+from tests.support import claude_bin
+from tests.support.warm_live import build_ledger, long_run
+
+TURNS = 20
+
+
+@pytest.mark.claude_cli
+def test_a_long_session_costs_less_through_the_proxy_under_every_reading(tmp_path, monkeypatch):
+    claude_bin()
+    clock_file = tmp_path / "clock"
+    clock.set_offset(clock_file, 0)
+    monkeypatch.setenv("SCALPEL_TEST_CLOCK_FILE", str(clock_file))
+    prices = PriceTable.load()
+    snapshot = build_ledger(tmp_path, TURNS)
+    by_lookback = {}
+    for lookback in (12, 20, 28):
+        direct = long_run(tmp_path, lookback, False, snapshot, prices, TURNS)
+        proxied = long_run(tmp_path, lookback, True, snapshot, prices, TURNS)
+        assert direct.cost_usd == pytest.approx(direct.bill_usd, rel=1e-6)  # Claude Code's figure is the bill
+        assert proxied.cost_usd == pytest.approx(proxied.bill_usd, rel=1e-6)
+        assert proxied.requests == direct.requests
+        by_lookback[lookback] = (direct.cost_usd, proxied.cost_usd, proxied.decisions)
+    d20, p20, decisions = by_lookback[20]
+    assert decisions.get("cut", 0) >= 1, decisions  # the warm cut was made (not only replays of a cold one)
+    assert p20 <= 0.95 * d20, by_lookback
+    assert all(p <= d for d, p, _ in by_lookback.values()), by_lookback
