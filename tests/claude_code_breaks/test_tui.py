@@ -76,3 +76,23 @@ def test_plan_mode_from_shift_tab_appends(live):
     steps, main = live.steps(), live.main()
     assert "plan mode" in str(main[2].json()["messages"][-3:]).lower()
     assert_append(steps[2], steps[1])
+
+
+def test_an_effort_switch_is_a_settings_break(live):
+    """Issue 23 step 3: ``/effort`` in the TUI changes ``output_config``, a field of the message
+    cache's settings (wire/cache_rules.MESSAGE_CACHE_SETTINGS): the economist must call it a
+    ``settings-changed`` break, and the emulator reads no message of the earlier request."""
+    with ClaudeTui(live.url, live.workdir) as tui:
+        tui.prompt("Read a.txt please.")
+        tui.wait_for(lambda _s: _main_count(live) >= 2 and "first done" in tui.screen(), what="the first answer")
+        before = _main_count(live)
+        tui.prompt("/effort low")
+        tui.wait_for_screen("Set effort level to low")
+        tui.prompt("And now?")
+        tui.wait_for(lambda _s: _main_count(live) > before, what="the request after /effort")
+    steps, main = live.steps(), live.main()
+    efforts = [(m.json().get("output_config") or {}).get("effort") for m in main]
+    assert efforts[-1] == "low" and efforts[-2] != "low", efforts
+    switched = steps[-1]
+    assert (switched.brk, switched.reason) == (0, "settings-changed"), str(switched)
+    assert switched.read.region == "system", str(switched)  # the emulator: no message read
