@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from scalpel_desktop.accounting.tokens import estimate_tokens_bytes
 from scalpel_desktop.surgery.stage import SurgeryStage
 from scalpel_desktop.bench.client_markers import layout_for, mark_last_block, system_blocks
 from scalpel_desktop.bench.shared_stage import SharedBodyStage
@@ -244,6 +245,12 @@ class StageDriver:
         api = ApiRequest("POST", "/v1/messages", "beta=true", "anthropic", "messages", self.headers, body, req.ts)
         ex = Exchange(api, model=req.model)
         ex.set_doc(doc)
+        # The prompt's size as the proxy would estimate it from the whole body (pipeline/identify.py),
+        # the system prompt and tools included: the transcript holds neither, so their tokens are
+        # the sequence's own, measured from its first request's usage (``sim.prefix_tokens``).
+        # Without them the stage priced a worst case without the system prompt and refused cuts as
+        # leaving "under the minimum cacheable size" a prompt that was thousands of tokens over it.
+        ex.tokens_before = estimate_tokens_bytes(len(body)) + self.sim.prefix_tokens
         if self.bodies.share:
             ex.layout, ex.layout_base = self.bodies.layout(k)
         if self._key is None:

@@ -10,10 +10,14 @@ session than the benchmark's (``benchmarks/warm_cut_live.py``: 55 turns, 35%).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from scalpel_desktop import clock
 from scalpel_desktop.accounting.prices import PriceTable
+from scalpel_desktop.bench.replay import replay_corpus
 from tests.support import claude_bin
 from tests.support.warm_live import build_ledger, long_run
 
@@ -40,3 +44,15 @@ def test_a_long_session_costs_less_through_the_proxy_under_every_reading(tmp_pat
     assert decisions.get("cut", 0) >= 1, decisions  # the warm cut was made (not only replays of a cold one)
     assert p20 <= 0.95 * d20, by_lookback
     assert all(p <= d for d, p, _ in by_lookback.values()), by_lookback
+
+    # Issue 23 step 1: the bench, replaying the transcript Claude Code wrote of the DIRECT run at
+    # lookback 20 (the emulator's default, as the bench's cache model), bills its default policy as
+    # the emulator billed the proxied run of the same session: it makes the same warm cut, pinned.
+    projects = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects"
+    result = replay_corpus(projects, policies=["death"], prices=prices, hinted=False)
+    direct20 = [x for x in result.sessions if "-L20d" in x.path and "subagents" not in x.path]
+    assert len(direct20) == 1, [x.path for x in result.sessions]
+    bench = direct20[0]
+    assert bench.real_cost == pytest.approx(d20, rel=1e-3)  # the transcript's usage is the direct bill
+    assert bench.cuts["death"] >= 1
+    assert bench.costs["death"] == pytest.approx(p20, rel=0.01), (bench.costs, p20)
