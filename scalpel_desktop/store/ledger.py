@@ -285,10 +285,7 @@ class LedgerWriter:
         """Write the journal's rows (each once: ``INSERT OR IGNORE`` by uid), then forget them."""
         if not self.journal.rows and not self.journal.taken_path.exists():
             return
-        # Twice at most: a taken file a failed try left behind, then the journal appended since.
-        for _ in range(2):
-            if not self.journal.rows and not self.journal.taken_path.exists():
-                break
+        for _ in range(2):  # a taken file a failed try left behind, then the journal appended since
             for batch in self.journal.take(self._batch_size):
                 self._insert(batch)
             self.journal.done()

@@ -67,6 +67,16 @@ def recorded(n: int, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def start_proxy(upstream: str) -> Runtime:
+    """A proxy with surgery on: on a busy machine the features may come on a moment after the port
+    listens (``pipeline/late_features.py``), and this scenario is about what surgery does."""
+    rt = Runtime(Config.load(), {"anthropic_upstream": upstream}, port=0).start()
+    deadline = time.monotonic() + 30
+    while not rt.status().get("surgery_active") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return rt
+
+
 def bill(emu, prices: PriceTable) -> float:
     return sum(prices.rates(r.json().get("model", "")).cost(r.usage) for r in emu.received if r.usage is not None)
 
@@ -77,7 +87,7 @@ def build_ledger(root: Path, turns: int = 55) -> Path:
     clock.set_offset(os.environ["SCALPEL_TEST_CLOCK_FILE"], 0)
     wd = prepare_workdir(root / "work" / "saving")
     with running_emulator(claude_code_session(wd)) as emu:
-        rt = Runtime(Config.load(), {"anthropic_upstream": emu.url}, port=0).start()
+        rt = start_proxy(emu.url)
         try:
             url = f"http://127.0.0.1:{rt.port}"
             res = claude(url, wd, "Look at notes.txt and fix the TODO.")
@@ -110,7 +120,7 @@ def long_run(root: Path, lookback: int, proxied: bool, snapshot: Path, prices: P
         shutil.rmtree(data, ignore_errors=True)
         shutil.copytree(snapshot, data)
         before = rows()
-        rt = Runtime(Config.load(), {"anthropic_upstream": emu.url}, port=0).start()
+        rt = start_proxy(emu.url)
         try:
             res = claude(f"http://127.0.0.1:{rt.port}", wd, PROMPT)
             recorded(before + len(emu.api_requests))

@@ -87,6 +87,7 @@ def test_a_first_sighting_with_logged_cuts_replays_them_on_the_request_path(tmp_
     stubs = _stubs(cut.body_to_send())
     assert stubs
 
+    assert stage.cutlog.flush()  # (the commit lands just after the cut is sent: as a process's stop waits for it)
     restarted, _ = _chain(tmp_path)  # the same log, a new process: this conversation is a first sighting
     s.call("Read", {"file_path": "/home/user/proj/y.py"}, file_text("y", 30))
     body = dumps(s.body())
