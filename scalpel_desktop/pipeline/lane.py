@@ -32,6 +32,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange
+from scalpel_desktop.wire.jsoncodec import too_deep
 from scalpel_desktop.wire.skeleton import Skeleton, read_skeleton
 
 log = logging.getLogger("scalpel.pipeline")
@@ -124,7 +125,9 @@ def _agrees(stage: Any, request: ApiRequest, skeleton: Callable[[], Skeleton]) -
         return got if isinstance(got, bytes) and got else bool(got)
     except _Unreadable:
         raise
-    except Exception:  # noqa: BLE001 - any doubt: the usual path
+    except Exception as e:  # noqa: BLE001 - any doubt: the usual path
+        if too_deep(e):  # a body nested deeper than the codec writes: the usual path says so, once a request
+            return False
         log.exception("stage %s failed to say whether a first sighting can wait", getattr(stage, "name", stage))
         return False
 

@@ -275,3 +275,25 @@ def test_a_request_the_ghost_refused_in_the_lane_is_not_asked_again_on_the_usual
     b = _send(dropped, body, 5010.0, 5011.0, Usage(cache_read=1000))
     assert not b.forwarded and a.body_to_send() == b.body_to_send()
     assert len(asked) == 1  # the lane asked; the usual path, for that very request, did not ask again
+
+
+def test_a_new_turn_nested_deeper_than_the_codec_writes_goes_as_sent_without_a_traceback(tmp_path, caplog):
+    """Issue 25: a 500-deep new turn on the ghost path logged an ERROR with a traceback per request."""
+    import json
+
+    s, (_kept, (dropped, _)) = _session_with_a_cut(tmp_path)
+    body = s.body()
+    deep: dict = {"x": 1}
+    for _ in range(500):
+        deep = {"x": deep}
+    body["messages"] += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_deep", "name": "Read", "input": deep}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_deep", "content": "ok"}]}]
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    caplog.set_level(logging.INFO)
+    ex = dropped.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages", HEADERS, raw, 5010.0))
+    dropped.answered(ex)
+    dropped.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 5011.0))
+    assert ex.new_body is None and ex.body_to_send() == raw  # forwarded as sent
+    assert "nests deeper" in ex.decision.reason
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
