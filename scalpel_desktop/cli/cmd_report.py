@@ -42,6 +42,7 @@ def _run(args: argparse.Namespace) -> int:
     from scalpel_desktop.paths import dirs, home_relative
     from scalpel_desktop.store.budget_ledger import budget_summary
     from scalpel_desktop.store.ledger_queries import has_requests, open_readonly
+    from scalpel_desktop.store.misses import miss_totals, misses_since
 
     path = Path(args.db) if args.db else dirs().database
     try:
@@ -58,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
                 return _empty(args, f"{home_relative(path)} holds no ledger table yet: run the proxy (scalpel start) first")
             rep = build_report(conn, since=since, by=args.by, prices=PriceTable.load())
             rep["risk_budget"] = budget_summary(conn, since)
+            rep["misses"] = miss_totals(misses_since(conn, since or 0.0))
         finally:
             conn.close()
     except sqlite3.Error as e:
@@ -166,6 +168,11 @@ def _print_rich(rep: dict[str, Any]) -> None:
                      f"earned on {bud['turns_earned']:,} of {bud['turns_estimated']:,} requests estimated"
                      + (f", {bud['bets_open']:,} still earning" if bud["bets_open"] else ""))
         say(line)
+    miss = rep.get("misses")
+    if miss and miss["count"]:
+        causes = ", ".join(f"{c} {v['count']:,} ({usd(v['cost_usd'])})" for c, v in miss["by_cause"].items())
+        say(f"cache misses: {miss['count']:,} re-wrote {miss['tokens_rewritten']:,} tokens, "
+            f"{usd(miss['cost_usd'])} beyond a read ({causes}); `scalpel misses` lists them")
     say(f"changed {total['projected']['changed_requests']:,} of {total['requests']:,} requests "
         "(sent bytes differ from received; see decisions)")
     say("tokens: k = thousand, M = million; wr = cache write (5 min, 1 h); c.read = cache read; "

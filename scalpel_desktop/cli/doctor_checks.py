@@ -112,6 +112,7 @@ def check_all(claude_version_timeout: float = 10.0) -> list[Check]:
         from scalpel_desktop.cli.degraded import ledger_check_offline
 
         out.append(Check(*ledger_check_offline()))
+    out.extend(miss_pattern_checks())
     settings = ClaudeSettings()
     where = home_relative(settings.path)
     url = None
@@ -224,3 +225,43 @@ def _tray_check() -> Check:
     if "no display" in host.reason:
         return Check("tray", "info", f"PyGObject and GTK 3 present; {host.reason} in this shell")
     return Check("tray", "warn", f"PyGObject and GTK 3 present, but {host.reason}", host.hint)
+
+
+REPEATS = 3  # a cause seen this often in one session in a week is a pattern, not an accident
+_PATTERN_FIX = {
+    "tools-changed": "the tool list changes mid-session (an MCP server connecting and dropping, a plugin): keep "
+                     "the servers connected, or turn on the tool filter (`scalpel tools on`) so the list stays put",
+    "settings-changed": "a setting of the message cache flips mid-session (effort, thinking, tool_choice): pick it "
+                        "once per session; each flip re-writes the whole history",
+    "system-changed": "the system prompt changes mid-session (CLAUDE.md or output style edits, a plugin): each "
+                      "change re-writes everything after it",
+}
+
+
+def miss_pattern_checks(now: float | None = None) -> list[Check]:
+    """Cache misses of one avoidable cause that repeat in a session over the last 7 days (the ledger's
+    ``store/misses.py``): each one re-wrote the cache; what to change so it stops."""
+    import sqlite3
+    import time
+
+    from scalpel_desktop.store.ledger_queries import open_readonly
+    from scalpel_desktop.store.misses import misses_since, repeated_causes
+
+    since = (time.time() if now is None else now) - 7 * 86400
+    try:
+        conn = open_readonly()
+        if conn is None:
+            return []
+        try:
+            found = repeated_causes(conn, since, tuple(_PATTERN_FIX), REPEATS)
+            cost: dict[tuple[str, str], float] = {(s, c): 0.0 for s, c, _ in found}
+            for m in misses_since(conn, since) if found else ():
+                if (m.session, m.cause) in cost:
+                    cost[(m.session, m.cause)] += m.cost_usd
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []  # the ledger's own check says what is wrong with it
+    return [Check("cache misses", "warn", f"{cause} {n} times in session {session[:8]} this week "
+                  f"(${cost.get((session, cause), 0.0):.4f} re-written)", _PATTERN_FIX[cause])
+            for session, cause, n in found[:3]]

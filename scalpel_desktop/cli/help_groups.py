@@ -14,7 +14,7 @@ import textwrap
 GROUPS: dict[str, tuple[str, ...]] = {
     "run": ("tray", "start", "tui", "emulator", "mcp"),
     "control": ("status", "pause", "resume", "stop", "tier", "policy", "tools"),
-    "inspect": ("report", "log", "spill", "profile", "bench", "accuracy", "doctor"),
+    "inspect": ("report", "misses", "log", "spill", "profile", "bench", "accuracy", "doctor"),
     "set up": ("autopilot", "hooks", "statusline", "config", "uninstall"),
 }
 

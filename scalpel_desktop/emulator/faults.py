@@ -15,6 +15,11 @@ Kinds (aliases in brackets):
   ``[after_event, seconds]`` pauses (no bytes at all, not even pings); a
   pause at the number of events comes after the last one, before the end.
 
+* ``evict``: the provider drops every cache entry just before the request is
+  billed (an eviction nothing in the bytes or the clock explains: a cache
+  miss scalpel must call ``unexplained``); the request is answered normally.
+  Only Messages requests take it (``count_tokens`` bills no cache).
+
 A fault applies to the next ``count`` API requests (``count=-1``: until
 cleared) whose path contains ``path`` (default: every API path).
 """
@@ -29,7 +34,7 @@ ALIASES = {
     "rate_limit": "429", "overloaded": "529", "api_error": "500", "server_error": "500",
     "mid_stream_error": "error_event", "disconnect": "drop", "dropped": "drop",
 }
-KINDS = ("429", "529", "500", "status", "error_event", "drop", "slow")
+KINDS = ("429", "529", "500", "status", "error_event", "drop", "slow", "evict")
 STATUS_OF = {"429": (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit."),
              "529": (529, "overloaded_error", "Overloaded"),
              "500": (500, "api_error", "Internal server error")}
@@ -90,9 +95,12 @@ class FaultQueue:
         with self._lock:
             self._faults.clear()
 
-    def take(self, path: str) -> Fault | None:
+    def take(self, path: str, skip: tuple[str, ...] = ()) -> Fault | None:
+        """The fault the next request on ``path`` gets (one of ``skip``'s kinds is left for another)."""
         with self._lock:
             for f in self._faults:
+                if f.kind in skip:
+                    continue
                 if f.path is None or f.path in path:
                     if f.count > 0:
                         f.count -= 1

@@ -189,6 +189,8 @@ class Emulator:
                 return self._fault_error(rec, fault, "anthropic")
             body = await self._parse(rec)
             validate_messages_body(body)
+            if fault and fault.kind == "evict":
+                self.cache.clear()  # the provider's side: every entry gone, the answer as usual
             try:
                 blocks = request_blocks(body)
                 model = body["model"]
@@ -222,7 +224,7 @@ class Emulator:
         rec = await self._record(request, "anthropic", "count_tokens")
         try:
             self._auth(request, "anthropic")
-            fault = self.faults.take(request.path)
+            fault = self.faults.take(request.path, skip=("evict",))
             if fault and fault.kind in ("429", "529", "500", "status"):
                 rec.fault = fault.kind
                 return self._fault_error(rec, fault, "anthropic")
@@ -255,7 +257,7 @@ class Emulator:
         rec = await self._record(request, "openai", endpoint)
         try:
             self._auth(request, "openai")
-            fault = self.faults.take(request.path)
+            fault = self.faults.take(request.path, skip=("evict",))
             rec.fault = fault.kind if fault else None
             if fault and fault.kind == "drop" and fault.after_events <= 0:
                 return rec, None, None, fault, await _drop(request, rec)

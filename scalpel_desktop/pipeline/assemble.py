@@ -91,7 +91,7 @@ def default_stages(settings: Any, *, ledger: Any = None, db_path: Any = None,
         Identify(),
         Calibrate(),
         *features,
-        *([LedgerRecorder(ledger)] if ledger is not None else []),
+        *([LedgerRecorder(ledger, prices)] if ledger is not None else []),
     ]
 
 

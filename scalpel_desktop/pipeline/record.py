@@ -11,11 +11,15 @@ a credential. Writing happens in the ``LedgerWriter``'s thread.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from typing import Any
 
 from scalpel_desktop.exchange import Exchange
+from scalpel_desktop.pipeline.miss_watch import MissWatch
+
+log = logging.getLogger("scalpel.pipeline")
 
 CLIENT_MAX = 120
 LABEL_MAX = 200
@@ -34,8 +38,10 @@ class LedgerRecorder:
     name = "record"
     mutates = False
 
-    def __init__(self, writer: Any):
+    def __init__(self, writer: Any, prices: Any = None):
+        """``prices``: the price table, to find and price cache misses (``pipeline/miss_watch.py``)."""
         self.writer = writer
+        self.misses = MissWatch(prices) if prices is not None else None
 
     def on_request(self, ex: Exchange) -> None:
         pass
@@ -43,7 +49,13 @@ class LedgerRecorder:
     on_turn = on_request
 
     def on_response(self, ex: Exchange) -> None:
-        self.writer.submit(build_row(ex))
+        row = build_row(ex)
+        if self.misses is not None:
+            try:
+                row.update(self.misses.fields(ex))
+            except Exception:  # noqa: BLE001 - the row goes without its miss, never not at all
+                log.exception("finding a cache miss failed")
+        self.writer.submit(row)
 
 
 def build_row(ex: Exchange) -> dict[str, Any]:

@@ -224,3 +224,21 @@ def test_doctor_names_a_garbage_ledger_before_any_proxy_runs(isolated_home, caps
     dirs().database.unlink()
     rc, checks = _doctor(capsys)
     assert rc == 0 and checks["ledger"]["status"] == "info"  # no ledger yet is no fault
+
+
+def test_doctor_names_a_miss_cause_that_repeats_in_a_session(isolated_home, capsys):
+    """Issue 24 step 3: tools changing mid-session, three times this week, is a pattern to fix."""
+    import time
+
+    from scalpel_desktop.paths import dirs
+    from tests.store.test_misses import write
+
+    now = time.time()
+    dirs().database.parent.mkdir(parents=True, exist_ok=True)
+    write(dirs().database, [(now - 60 * i, "5e55105e-0000", "m", "messages", 0, "tools-changed", 900, 0.01, "{}")
+                            for i in range(3)] +
+          [(now - 30, "5e55105e-0000", "m", "messages", 0, "ttl-expired", 900, 0.5, "{}")]).close()
+    rc, checks = _doctor(capsys)
+    miss = checks["cache misses"]
+    assert miss["status"] == "warn" and "tools-changed 3 times in session 5e55105e" in miss["detail"]
+    assert "$0.0300" in miss["detail"] and "tool filter" in miss["fix"]

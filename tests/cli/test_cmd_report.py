@@ -165,3 +165,23 @@ def test_the_report_shows_the_risk_budget_from_the_ledger(capsys):
     assert _main(["report"]) == 0
     out = capsys.readouterr().out
     assert "risk budget" in out and "lost $0.30" in out.replace("$0.300", "$0.30")
+
+
+def test_the_report_shows_the_misses_beside_the_savings(capsys, monkeypatch):
+    seed_default_ledger()
+    conn = db.connect()
+    conn.execute("UPDATE requests SET miss_cause = 'ttl-expired', miss_tokens = 3500, miss_usd = 0.0121 "
+                 "WHERE session = 's1' AND decision = 'cut'")
+    conn.commit()
+    conn.close()
+    assert main(["report", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["misses"]["count"] == 1 and data["misses"]["by_cause"] == {"ttl-expired": {"count": 1,
+                                                                                       "cost_usd": 0.0121}}
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "cache misses: 1 re-wrote 3,500 tokens, $0.0121 beyond a read (ttl-expired 1 ($0.0121))" in " ".join(
+        out.split())
+    assert main(["report", "--json", "--since", "1m"]) == 0  # the miss is older: none in the window
+    assert json.loads(capsys.readouterr().out)["misses"]["count"] == 0

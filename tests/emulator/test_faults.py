@@ -52,3 +52,12 @@ def test_count_minus_one_lasts_until_cleared_and_faults_go_in_order():
     assert all(q.take("/v1/chat/completions").kind == "drop" for _ in range(5))
     q.clear()
     assert q.take("/v1/chat/completions") is None
+
+
+def test_an_eviction_is_left_for_a_messages_request():
+    from scalpel_desktop.emulator.faults import Fault, FaultQueue
+
+    q = FaultQueue()
+    q.add(Fault.make("evict"))
+    assert q.take("/v1/messages/count_tokens", skip=("evict",)) is None  # count_tokens bills no cache
+    assert q.take("/v1/messages").kind == "evict" and q.take("/v1/messages") is None

@@ -97,6 +97,20 @@ def test_json_answer_and_usage_match_the_cache_model(emu):
     assert json.loads(raw3)["usage"]["cache_creation_input_tokens"] == total
 
 
+def test_the_evict_fault_drops_every_entry_and_answers_as_usual(emu):
+    big = [{"type": "text", "text": BIG, "cache_control": {"type": "ephemeral"}}]
+    body = msg_body([{"role": "user", "content": big}])
+    total = sum(b.tokens for b in request_blocks(body))
+    post(emu.url + "/v1/messages", body, KEY)
+    emu.fault("evict")
+    status, _, raw = post(emu.url + "/v1/messages", body, KEY)
+    u = json.loads(raw)["usage"]
+    assert status == 200 and (u["cache_read_input_tokens"], u["cache_creation_input_tokens"]) == (0, total)
+    assert emu.received[-1].fault == "evict"
+    _, _, raw = post(emu.url + "/v1/messages", body, KEY)
+    assert json.loads(raw)["usage"]["cache_read_input_tokens"] == total  # cached again by the evicted one
+
+
 def test_clock_file_moves_the_emulator(emu, tmp_path, monkeypatch):
     path = tmp_path / "clock"
     clock.set_offset(path, 0)

@@ -18,6 +18,8 @@ SCHEMA_COLUMNS = [
     "banked_usd", "staked_usd",
     # m007: what a first sighting after a restart needs (store/resume_points.py)
     "prefix_units", "prefix_digest", "ttl_s", "answered_at",
+    # m008: a request's cache miss (pipeline/miss_watch.py, store/misses.py)
+    "miss_cause", "miss_tokens", "miss_usd", "miss_detail",
     # m009: each row's own id, so that a journaled row is never written twice (store/row_journal.py)
     "uid",
 ]
