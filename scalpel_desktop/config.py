@@ -165,6 +165,10 @@ KEYS: dict[str, Key] = {
         Key("write_wait_ms", 50, int, "How long a request may wait for the database or the spill dir (a pin, the "
             "cut log, a spill) before it goes out without what needed the write; the write is retried off the path.",
             minimum=1, maximum=5000),
+        Key("cache_diagnostics", False, bool, "Ask the Claude API why a cache missed (its cache-diagnosis beta): "
+            "Messages requests carry the beta and the conversation's previous answer id, and the provider's reason "
+            "goes in the ledger beside scalpel's own. The provider keeps a fingerprint of each such request "
+            "(hashes and token counts, no content) for a limited time (docs/proxy.md)."),
     ]
 }
 

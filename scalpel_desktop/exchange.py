@@ -19,6 +19,7 @@ from typing import Any, Mapping, Protocol
 
 from scalpel_desktop.decisions import CHANGES
 from scalpel_desktop.decisions import label as decision_label
+from scalpel_desktop.wire.cache_diagnosis import ProviderDiagnosis
 from scalpel_desktop.wire.identity import ConversationKey
 from scalpel_desktop.wire.jsoncodec import JSONDecodeError, loads
 from scalpel_desktop.wire.layout import Layout
@@ -84,6 +85,9 @@ class ResponseResult:
     total_ms: float | None
     finished_at: float  # clock.now() when the response ended
     error: str = ""
+    # The provider's own cache diagnosis when the proxy asked for it (``proxy/diagnostics.py``).
+    diagnosis: ProviderDiagnosis | None = None
+    stop_reason: str = ""  # why the answer ended (``end_turn``, ``tool_use``, ...): the cache keeper's cue
 
 
 @dataclass

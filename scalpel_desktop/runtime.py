@@ -43,7 +43,7 @@ from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
-from scalpel_desktop.proxy import memtrace
+from scalpel_desktop.proxy import diagnostics, memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
@@ -79,6 +79,7 @@ class Runtime:
         self.settings = Settings(self.config, overrides)  # what the stages read
         self.overrides = self.settings.overrides
         self.stats = Stats()
+        self.diagnosis = diagnostics.Diagnosis(lambda: self.setting("cache_diagnostics"))  # (proxy/diagnostics.py)
         self._actions: dict[str, Action] = {}
         self._settings_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -210,12 +211,8 @@ class Runtime:
         return ProxyOptions(
             upstream=lambda api: self.setting("openai_upstream" if api == "openai" else "anthropic_upstream"),
             body_limit=lambda: int(self.setting("body_limit_mb")) * 1024 * 1024,
-            pipeline=self._pipeline,
-            executor=self._executor,
-            observer=self._observer,
-            completer=self._completer,
-            on_finished=self.stats.record,
-            trimmer=Trimmer(),
+            pipeline=self._pipeline, executor=self._executor, observer=self._observer, completer=self._completer,
+            on_finished=self.stats.record, trimmer=Trimmer(), diagnosis=self.diagnosis,
         )
 
     def _start_server(self) -> None:
@@ -350,6 +347,7 @@ class Runtime:
             "tool_filter": self.setting("tool_filter"),
             "anthropic_upstream": _no_userinfo(self.setting("anthropic_upstream")),
             "openai_upstream": _no_userinfo(self.setting("openai_upstream")),
+            "cache_diagnostics": self.diagnosis.status(),  # on, and the upstreams that refused it
         }
         snap.update(self.stats.snapshot())
         ledger = self._ledger

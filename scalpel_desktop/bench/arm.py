@@ -127,8 +127,9 @@ class Arm:
         self.own: set = set()  # chains this arm wrote (or was granted) itself
         self._reach: dict = {}  # cache key -> the most tokens any entry of it may hold
         self.leader: Arm | None = None  # while following: the arm whose bills this one takes
-        # {unit: ttl} of the markers a stage added to request k's body (its pin): billed as sent
-        self.pins_for: Callable[[int], dict[int, str]] | None = None
+        # {unit: ttl} of the markers a stage added to request k's body (its pin), {unit: None} for a
+        # client marker the pin took (moved): billed as sent
+        self.pins_for: Callable[[int], dict[int, str | None]] | None = None
         self._prepared: tuple | None = None  # (k, cuts, cut_units) found by prepare()
 
     # a follower (see the module docstring)
@@ -219,7 +220,7 @@ class Arm:
         if self.pins_for is not None:
             added = self.pins_for(k)
             if added:
-                marks = {**marks, **added}  # every marker of the body sent, the pin included
+                marks = {**marks, **added}  # every marker of the body sent, the pin included (None: taken off)
         self.roles = roles
         ck = req.model
         b = sim.read_at[k]

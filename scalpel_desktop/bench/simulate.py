@@ -289,18 +289,42 @@ class SequenceSimulator:
         marks = {np - 1: ttl, last: ttl}
         if self.static_tokens:
             marks[self.splits.index(self.static_tokens)] = ttl
-        if self.two_message_marks:
-            j = last
-            while j > 0 and roles[j] == roles[last] and roles[j] != "system":
-                j -= 1
-            r = roles[j]
-            while j > 0 and roles[j - 1] == r:
-                j -= 1
-            prev_end = j
-            while prev_end + 1 < len(roles) and roles[prev_end + 1] == r:
-                prev_end += 1
-            if 0 < prev_end < last:
-                marks[prev_end] = ttl
+        prev_end = self._previous_end(roles)
+        if prev_end is not None:
+            marks[prev_end] = ttl
+        return marks
+
+    def _previous_end(self, roles: list[str]) -> int | None:
+        """The unit of the client's marker on the message before the last (the pre-2.1 layout), else None."""
+        if not self.two_message_marks:
+            return None
+        last = len(roles) - 1
+        j = last
+        while j > 0 and roles[j] == roles[last] and roles[j] != "system":
+            j -= 1
+        r = roles[j]
+        while j > 0 and roles[j - 1] == r:
+            j -= 1
+        prev_end = j
+        while prev_end + 1 < len(roles) and roles[prev_end + 1] == r:
+            prev_end += 1
+        return prev_end if 0 < prev_end < last else None
+
+    def sent_marks(self, k: int, doc: dict, pin: int, ttl: str) -> dict[int, str | None]:
+        """The markers a pinned body ``doc`` of request ``k`` carries beyond the client's own rule:
+        {unit: ttl} of the pin on message ``pin``, and {unit: None} where the client's marker on the
+        message before the last went to the pin (``surgery/pin.py``: moved, so not billed there)."""
+        from scalpel_desktop.surgery.pin import marker_ttls
+
+        unit = self.message_end_unit(k, pin)
+        if unit is None:
+            return {}
+        sent = {pos[1]: t for pos, t in marker_ttls(doc) if pos[0] == 2}
+        marks: dict[int, str | None] = {unit: sent.get(pin) or ttl}
+        prev = self._previous_end(self._bases[k][1])
+        n = len(doc.get("messages") or [])
+        if prev is not None and n >= 2 and n - 2 not in sent:
+            marks[prev] = None
         return marks
 
     def run(self, cuts_for: Callable[[int, Request], Cuts | None] | None = None, *, free: bool = False,

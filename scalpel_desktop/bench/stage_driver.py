@@ -34,6 +34,7 @@ from scalpel_desktop.accounting.tokens import estimate_tokens_bytes
 from scalpel_desktop.surgery.stage import SurgeryStage
 from scalpel_desktop.bench.client_markers import layout_for, mark_last_block, system_blocks
 from scalpel_desktop.bench.shared_stage import SharedBodyStage
+from scalpel_desktop.wire.jsoncodec import loads
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.bench.reader import Request, Sequence
 from scalpel_desktop.bench.simulate import SequenceSimulator, Stub
@@ -216,7 +217,7 @@ class StageDriver:
         self.stage.find_spans = self._spans
         self.stub = sim.stub_tokens(_stub_bytes())
         self.cuts: dict[str, Stub] = {}
-        self.pins: dict[int, tuple[int, str]] = {}  # request -> (unit, ttl) of the pin its body carried
+        self.pins: dict[int, dict[int, str | None]] = {}  # request -> sim.sent_marks of its pinned body
         self.warm: list[dict] = []  # every warm cut: the request, its plan's figures (tests, bench --json)
         self.breaks: dict[int, str] = {}  # request -> its natural break's reason (a bet's outcome ends at a cold one)
         self._ex = None
@@ -269,10 +270,9 @@ class StageDriver:
         if sent is not None:
             for tid, _pos, _saved, _kind in sent.stubs:
                 cuts[tid] = self.cuts.setdefault(tid, Stub("stage:" + tid, self.stub))
-            if sent.pin is not None:  # the body sent carries one more marker: the simulator bills it
-                unit = self.sim.message_end_unit(k, sent.pin)
-                if unit is not None:
-                    self.pins[k] = (unit, "1h" if self.bodies.ttl(k) == "1h" else "5m")
+            if sent.pin is not None:  # the body sent carries the pin (sim.sent_marks): billed as sent
+                ttl = "1h" if self.bodies.ttl(k) == "1h" else "5m"
+                self.pins[k] = self.sim.sent_marks(k, loads(ex.body_to_send()), sent.pin, ttl)
             if sent.rewrite_tokens:
                 self.warm.append({"request": k, **ex.decision.figures})
         self.breaks[k] = str(ex.decision.figures.get("break_reason") or "")
@@ -293,10 +293,9 @@ class StageDriver:
         convs = self.stage.economist.conversations.values()
         return sum(c.banked_usd for c in convs), sum(c.staked_usd for c in convs)
 
-    def pins_for(self, k: int) -> dict[int, str]:
-        """{unit: ttl} of the markers the stage added to request ``k``'s body (its pin)."""
-        got = self.pins.get(k)
-        return {got[0]: got[1]} if got is not None else {}
+    def pins_for(self, k: int) -> dict[int, str | None]:
+        """{unit: ttl} of the pin on request ``k``'s body; {unit: None}: a client marker it took."""
+        return dict(self.pins.get(k) or {})
 
     def rewrite_at(self, k: int, req: Request) -> int | None:
         """The message index at which the real usage shows request ``k``'s cache read stopping
@@ -322,13 +321,13 @@ class StageDriver:
         _keys, _roles, tokens, _first = self.sim.cut_units(k, self.cuts, False)
         cum = list(itertools.accumulate(tokens, initial=0))
         out = {"billed_read": usage.cache_read, "billed_write": usage.cache_write}
-        pin = self.pins.get(k)
+        pin = next((u for u, ttl in (self.pins.get(k) or {}).items() if ttl), None)
         brk = w.get("break")
         if pin is not None and isinstance(brk, int):
             start = self.sim.message_start_unit(k, brk)
-            out["pin_tokens"] = cum[pin[0] + 1]
+            out["pin_tokens"] = cum[pin + 1]
             if start is not None:
-                out["region_sim_tokens"] = cum[start] - cum[pin[0] + 1]
+                out["region_sim_tokens"] = cum[start] - cum[pin + 1]
         return out
 
 

@@ -1,7 +1,8 @@
 """The emulator's control routes under ``/_emulator/``: the HTTP twin of the Python API.
 
 ``GET requests[?since=N]``, ``POST fault``, ``POST clear``, ``POST clock``,
-``POST script``, ``GET health`` (see docs/emulator.md).
+``POST script``, ``POST diagnosis`` (``{"mode": ...}``: how the cache-diagnosis beta is
+answered, ``emulator/diagnostics.py``), ``GET health`` (see docs/emulator.md).
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ def add_control_routes(app: web.Application, emulator: "Emulator") -> None:
             return web.json_response({"ok": False, "error": str(e)}, status=400)
         return web.json_response({"ok": True})
 
+    async def c_diagnosis(request: web.Request) -> web.Response:
+        spec = await _json_or_empty(request)
+        try:
+            emu.diagnosis.set_mode(str(spec.get("mode", "beta")))
+        except ValueError as e:
+            return web.json_response({"ok": False, "error": str(e)}, status=400)
+        return web.json_response({"ok": True, "mode": emu.diagnosis.mode})
+
     r = app.router
     r.add_get("/_emulator/health", c_health)
     r.add_get("/_emulator/requests", c_requests)
@@ -68,6 +77,7 @@ def add_control_routes(app: web.Application, emulator: "Emulator") -> None:
     r.add_post("/_emulator/clear", c_clear)
     r.add_post("/_emulator/clock", c_clock)
     r.add_post("/_emulator/script", c_script)
+    r.add_post("/_emulator/diagnosis", c_diagnosis)
 
 
 async def _json_or_empty(request: web.Request) -> dict:

@@ -27,6 +27,7 @@ from scalpel_desktop.accounting.cache_model import (
     CacheControlError, PromptCache, min_cacheable_for, openai_blocks, request_blocks)
 from scalpel_desktop.emulator import answers
 from scalpel_desktop.emulator.control import add_control_routes
+from scalpel_desktop.emulator.diagnostics import Diagnosis
 from scalpel_desktop.emulator.faults import Fault, FaultQueue
 from scalpel_desktop.emulator.record import RecordedRequest, Recorder
 from scalpel_desktop.emulator.script import Script, ScriptLike, choose
@@ -56,11 +57,13 @@ class Emulator:
     ``lookback`` and ``refresh``: which reading of the undocumented cache
     behaviours to bill under (``accounting/cache_model.py``).
     ``compress``: gzip JSON answers when the client accepts it (streams never).
+    ``cache_diagnosis``: how the cache-diagnosis beta is answered (``emulator/diagnostics.py``).
     """
 
     def __init__(self, script: ScriptLike | None = None, *, min_cacheable: int | None = None,
                  lookback: int = 20, require_auth: bool = True, chunk_delay: float = 0.0,
-                 compress: bool = False, refresh: str = "each", shared_clock: bool = False):
+                 compress: bool = False, refresh: str = "each", shared_clock: bool = False,
+                 cache_diagnosis: str = "beta"):
         self.script: ScriptLike = script if script is not None else Script()
         self.min_cacheable = min_cacheable
         # lookback and refresh: readings of the two behaviours the API leaves undocumented
@@ -70,6 +73,7 @@ class Emulator:
         self.compress = compress
         self.recorder = Recorder()
         self.faults = FaultQueue()
+        self.diagnosis = Diagnosis(cache_diagnosis)
         self.offset = 0.0
         # Move the clock file every process reads (SCALPEL_TEST_CLOCK_FILE: the proxy's too) rather
         # than this emulator's own offset: ``scalpel emulator`` does, so trying the TTL story moves both.
@@ -189,6 +193,7 @@ class Emulator:
                 return self._fault_error(rec, fault, "anthropic")
             body = await self._parse(rec)
             validate_messages_body(body)
+            asked = self.diagnosis.check(request.headers, body)  # before the bill: a 400 bills nothing
             if fault and fault.kind == "evict":
                 self.cache.clear()  # the provider's side: every entry gone, the answer as usual
             try:
@@ -205,6 +210,7 @@ class Emulator:
         content = answers.anthropic_content(choice.turn, body)
         usage.output_tokens = answers.output_tokens(content)
         message = answers.anthropic_message(choice.turn, body, usage, content)
+        self.diagnosis.answer(asked, body, message)  # on the message, so on message_start too
         rec.usage, rec.track, rec.turn, rec.answer = usage, choice.track, choice.index, message
         if not body.get("stream"):
             if fault and fault.kind == "error_event":

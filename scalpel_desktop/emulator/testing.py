@@ -15,6 +15,7 @@ The handle (``EmulatorHandle``):
 * ``bills`` - the ``Usage`` of every billed request, in order
 * ``set_script(script)`` - a ``Script``, a callable, or a name from ``emulator.scripts``
 * ``fault(kind, count=1, **opts)`` - see ``emulator.faults``
+* ``cache_diagnosis(mode)`` - how the cache-diagnosis beta is answered (``emulator.diagnostics``)
 * ``advance(seconds)`` / ``offset`` / ``set_now(t)`` / ``now()`` - the emulator's clock
   (``clock.now()``, which honours ``SCALPEL_TEST_CLOCK_FILE``, plus ``offset``)
 * ``clear(cache=False)``, ``stop()``; ``emulator`` - the ``Emulator`` itself
@@ -79,6 +80,10 @@ class EmulatorHandle:
     def advance(self, seconds: float) -> None:
         self.emulator.advance(seconds)
 
+    def cache_diagnosis(self, mode: str) -> None:
+        """How the cache-diagnosis beta is answered from now: ``beta``, ``unknown_beta``, ``unknown_field``."""
+        self.emulator.diagnosis.set_mode(mode)
+
     @property
     def offset(self) -> float:
         return self.emulator.offset
@@ -105,7 +110,7 @@ def running_emulator(script: ScriptLike | str | None = None, *, port: int = 0, *
     """Run an emulator on a free 127.0.0.1 port in a background thread.
 
     ``opts`` go to ``Emulator`` (``min_cacheable``, ``lookback``, ``refresh``, ``require_auth``,
-    ``chunk_delay``, ``compress``)."""
+    ``chunk_delay``, ``compress``, ``cache_diagnosis``)."""
     emulator = Emulator(None, **opts)
     thread = EmulatorThread(emulator, port=port).start()
     handle = EmulatorHandle(emulator, thread)

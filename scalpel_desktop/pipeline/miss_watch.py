@@ -17,7 +17,9 @@ The cause, first match wins, from the clock and the bytes:
 
 * ``ttl-expired``: the request came later than the TTL after the previous
   answer of this model ended (the clock counts from the end of the answer);
-* ``model-switch``: the conversation used another model in between;
+* ``model-switch``: the conversation used another model in between, or this
+  is its first request on this model (what it had cached was the other
+  model's: the cache is per model);
 * ``system-changed``, ``tools-changed`` (which tool names came and went),
   ``settings-changed`` (which of the message cache's settings fields), and
   ``client-rewrite`` (the first rewritten message): the break the economist
@@ -98,10 +100,16 @@ class MissWatch:
     def _miss(self, ex: Exchange, seen: _Seen, usage: Any, tools: frozenset[str] | None,
               settings: dict[str, int] | None) -> dict[str, Any]:
         prev = seen.by_model.get(ex.model)
-        if prev is None:
-            return NO_MISS
         if ex.surgery is not None and ex.surgery.rewrite_tokens:
             return NO_MISS  # our own warm cut's re-write: priced and staked, not a miss
+        if prev is None:
+            if seen.last_model is None or seen.last_model not in seen.by_model:
+                return NO_MISS  # the conversation's first request
+            # The first request on another model: the cache the conversation had is the other model's.
+            other_usage = seen.by_model[seen.last_model][0]
+            miss = m.find_miss(ex.model, other_usage, usage, self.prices.rates(ex.model), m.MODEL_SWITCH,
+                               {"from": seen.last_model, "first_on_model": True})
+            return _fields(miss)
         prev_usage, ended, ttl = prev
         gap = float(ex.request.received_at) - float(ended)
         other = seen.last_model if seen.last_model not in (None, ex.model) else None
@@ -117,12 +125,15 @@ class MissWatch:
                 if named == m.SETTINGS_CHANGED and settings is not None and seen.settings is not None:
                     detail["fields"] = sorted(k for k in MESSAGE_CACHE_SETTINGS
                                               if settings.get(k) != seen.settings.get(k))
-        miss = m.find_miss(ex.model, prev_usage, usage, self.prices.rates(ex.model), cause, detail)
-        if miss is None:
-            return NO_MISS
-        text = json.dumps(miss.detail, separators=(",", ":"), default=str)
-        return {"miss_cause": miss.cause, "miss_tokens": miss.tokens_rewritten,
-                "miss_usd": round(miss.cost_usd, 8), "miss_detail": text[:DETAIL_MAX]}
+        return _fields(m.find_miss(ex.model, prev_usage, usage, self.prices.rates(ex.model), cause, detail))
+
+
+def _fields(miss: m.Miss | None) -> dict[str, Any]:
+    if miss is None:
+        return NO_MISS
+    text = json.dumps(miss.detail, separators=(",", ":"), default=str)
+    return {"miss_cause": miss.cause, "miss_tokens": miss.tokens_rewritten,
+            "miss_usd": round(miss.cost_usd, 8), "miss_detail": text[:DETAIL_MAX]}
 
 
 def _names_and_settings(ex: Exchange) -> tuple[frozenset[str] | None, dict[str, int] | None]:

@@ -96,8 +96,17 @@ def build_row(ex: Exchange) -> dict[str, Any]:
         "banked_usd": _num(ex.surgery.banked_usd) or None if ex.surgery is not None else None,
         "staked_usd": _num(ex.surgery.staked_usd) or None if ex.surgery is not None else None,
         **_resume_fields(ex),
+        **_provider_miss(resp),
     }
     return row
+
+
+def _provider_miss(resp: Any) -> dict[str, Any]:
+    """The provider's own cache diagnosis, when the proxy asked for it (m010, ``proxy/diagnostics.py``)."""
+    got = getattr(resp, "diagnosis", None)
+    if got is None:
+        return {}
+    return {"provider_miss_reason": _label(got.reason, 40) or None, "provider_missed_tokens": _int(got.missed_tokens)}
 
 
 def _resume_fields(ex: Exchange) -> dict[str, Any]:

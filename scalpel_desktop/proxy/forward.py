@@ -15,7 +15,8 @@ While no stage that could change a body would run (paused, or an observing
 pipeline), the request goes upstream at once and the pipeline looks at it
 after the answer has streamed back (parsing a 3 MB body holds the GIL for
 tens of ms: never while a response is on its way), so observing costs no
-latency.
+latency. With ``cache_diagnostics`` on, ``proxy/diagnostics.py`` adds the provider's cache-diagnosis
+beta and field to what the pipeline chose to send (a refusal goes again without them).
 
 After the answer, the pipeline's ``complete`` (the ledger row, a first
 sighting's analysis) runs on a thread of its own and the handler returns at
@@ -54,7 +55,7 @@ from yarl import URL
 from scalpel_desktop import clock
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.exchange import ApiRequest, Exchange, Pipeline, ResponseResult
-from scalpel_desktop.proxy import after_answer
+from scalpel_desktop.proxy import after_answer, diagnostics
 from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
 from scalpel_desktop.proxy.trim import Trimmer
 from scalpel_desktop.wire.jsoncodec import dumps
@@ -100,6 +101,7 @@ class ProxyOptions:
     completer: Executor | None = None  # completions, after the answer (one thread of their own)
     on_finished: Callable[[Finished], None] | None = None
     trimmer: Trimmer | None = None  # gives large requests' memory back once they are done (server.py)
+    diagnosis: Any = None  # proxy/diagnostics.Diagnosis: the provider's cache diagnosis, opt-in
     connect_timeout_s: float = 30.0
     _pending: set = field(default_factory=set, repr=False)
 
@@ -273,9 +275,10 @@ async def forward(request: web.Request) -> web.StreamResponse:
                 ex = None
                 data = body
 
+    ask = diagnostics.ask(opts.diagnosis, base, ex, data)  # (after the pipeline: cache bytes as it chose)
     seen = _Seen()
     try:
-        resp = await _exchange(request, session, url, data, api, t0, seen)
+        resp = await _exchange(request, session, url, data, api, t0, seen, ask)
     except asyncio.CancelledError:
         seen.error = "client disconnected"
         raise
@@ -286,8 +289,8 @@ async def forward(request: web.Request) -> web.StreamResponse:
         _count(opts, api, endpoint, status, usage, error, piped=pipeline is not None)
         if pipeline is not None and api_req is not None:
             result = ResponseResult(
-                status=status, usage=usage, ttfb_ms=ttfb_ms, total_ms=total_ms, finished_at=clock.now(), error=error
-            )
+                status=status, usage=usage, ttfb_ms=ttfb_ms, total_ms=total_ms, finished_at=clock.now(), error=error,
+                diagnosis=diagnostics.answered(ask, seen.tap, status), stop_reason=getattr(seen.tap, "stop_reason", ""))
             if deferred:
                 # One observer thread, first in first out: records keep the requests' order.
                 after_answer.background(opts, loop.run_in_executor(
@@ -332,21 +335,13 @@ class _Seen:
             return None
 
 
-async def _exchange(
-    request: web.Request, session: aiohttp.ClientSession, url: URL, data: Any, api: str, t0: float, seen: _Seen
-) -> web.StreamResponse:
+async def _exchange(request: web.Request, session: aiohttp.ClientSession, url: URL, data: Any, api: str, t0: float,
+                    seen: _Seen, ask: Any = None) -> web.StreamResponse:
     """Send upstream, stream the answer back, noting status, usage, ttfb and error in ``seen``."""
     headers = upstream_request_headers(_raw_pairs(request))
     try:
-        up = await session.request(
-            request.method,
-            url,
-            headers=headers,
-            data=data,
-            allow_redirects=False,
-            skip_auto_headers=_SKIP_AUTO,
-            proxy=env_proxy_for(url),
-        )
+        up, early = await diagnostics.send(session, request.method, url, headers, data, ask, allow_redirects=False,
+                                           skip_auto_headers=_SKIP_AUTO, proxy=env_proxy_for(url))
     except Exception as e:  # noqa: BLE001 - unreachable, refused, reset, bad URL: all a 502
         msg = f"upstream {url.scheme}://{url.host}:{url.port} unreachable ({type(e).__name__}: {e})"
         log.warning("%s", msg)
@@ -366,7 +361,7 @@ async def _exchange(
         tap = seen.tap = UsageTap(up.headers.get("Content-Type", ""), up.headers.get("Content-Encoding", ""))
         await resp.prepare(request)
         try:
-            async for chunk in up.content.iter_any():
+            async for chunk in diagnostics.chunks(up, early):
                 tap.feed(chunk)  # before the write: what the upstream sent is billed even if the client left
                 await resp.write(chunk)
             await resp.write_eof()

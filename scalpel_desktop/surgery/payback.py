@@ -18,10 +18,23 @@ count (the lookback is undocumented: about 20 blocks). So the read boundary is
   this request's. A marker looks up its own block first, so the read stops
   there under any lookback; the marker is not part of the cached content, so
   it changes no cache key;
-* or, where no marker can be placed (4 already, or a block that cannot carry
-  one), priced at its **worst case**: nothing is surely read, not even the
-  system prompt (when a hit refreshes only the entry read, its entry lapses
-  mid-session), the whole prompt up to the break is re-written.
+* **pinned by a moved marker**: where the client sends all 4 markers, the one
+  on ``messages[-2]`` moves to the pin (``surgery/pin.py``). This request
+  costs the same as with an added one; what it no longer writes is the entry
+  at ``messages[-2]``, which only a request replacing this one's last message
+  (Esc withdraws a turn) would have read. That request then reads from the pin
+  (or a later entry of the cut prefix) and re-writes up to ``messages[-2]``
+  instead of reading it: the bet's worst case adds that re-write (at the
+  dearest write rate: the client picks that request's TTL), once - the
+  replacing request's own marker writes the entry again. Certain only where
+  that request's marker on ``messages[-2]`` surely looks back to the pin
+  (``pin.REACH_BLOCKS``) and the entry it falls back to lives as long as the
+  one it replaces (the moved marker's TTL is the shortest, or no entry the
+  conversation wrote has a shorter one): else no move;
+* or, where no marker can be placed (4 already and none movable, or a block
+  that cannot carry one), priced at its **worst case**: nothing is surely
+  read, not even the system prompt (when a hit refreshes only the entry read,
+  its entry lapses mid-session), the whole prompt up to the break is re-written.
 
 Never inside a live cache the request does not extend (another model's, an
 older history of its own): a re-write there has no pin (``Break.others_index``).
@@ -44,6 +57,7 @@ from typing import Any, Callable, Sequence
 
 from scalpel_desktop.surgery.budget import RiskBudget, refusal
 from scalpel_desktop.surgery.digests import ids_of
+from scalpel_desktop.surgery.pin import REACH_BLOCKS
 from scalpel_desktop.surgery.plan import (
     MIN_CACHEABLE_GUARD,
     Break,
@@ -55,13 +69,33 @@ from scalpel_desktop.surgery.plan import (
     prefix_digest,
 )
 from scalpel_desktop.surgery.remaining import History, Horizon, horizon
-from scalpel_desktop.wire.cache_rules import LONGEST_TTL_S
+from scalpel_desktop.wire.cache_rules import CACHE_TTLS, LONGEST_TTL_S, TTL_SECONDS
+
+
+def moved_marker(conv: ConversationState | None, shape: RequestShape) -> int | None:
+    """The message whose marker a pin would move (none free): ``messages[-2]``, when the client marks
+    the last two messages and a request replacing the last one surely falls back no further than an
+    entry living as long as the moved one (its TTL the shortest, or none of the conversation's
+    entries shorter). None: no marker may move."""
+    pinnable = shape.unit_pinnable
+    moves = getattr(pinnable, "moves_from", None)
+    if conv is None or shape.free_markers >= 1 or moves is None:
+        return None
+    ttl = float(getattr(pinnable, "moved_ttl_s", LONGEST_TTL_S))
+    if ttl > min(TTL_SECONDS[t] for t in CACHE_TTLS) and \
+            any(m.ttl_s < ttl for m in conv.entries.get(shape.model, ())):
+        return None
+    return int(moves)
 
 
 def pin_for(conv: ConversationState | None, shape: RequestShape, p: int, margin: float) -> EntryMark | None:
     """The newest surely-live entry this request shares that ends at or before unit ``p``
-    and whose last block may take a marker (None: no pin possible)."""
-    if conv is None or shape.unit_pinnable is None or shape.free_markers < 1:
+    and whose last block may take a marker (None: no pin possible). With no marker free, one
+    whose block a moved marker may take: before ``messages[-2]`` and within ``REACH_BLOCKS`` of it."""
+    if conv is None or shape.unit_pinnable is None:
+        return None
+    moves = moved_marker(conv, shape) if shape.free_markers < 1 else None
+    if shape.free_markers < 1 and moves is None:
         return None
     pinnable = shape.unit_pinnable
     best: EntryMark | None = None
@@ -72,6 +106,8 @@ def pin_for(conv: ConversationState | None, shape: RequestShape, p: int, margin:
             continue
         if not mark.surely_live(shape.at, margin) or u > len(pinnable) or not pinnable[u - 1]:
             continue
+        if moves is not None and (u - 1 >= moves or not 0 <= pinnable.reach(u - 1) <= REACH_BLOCKS):
+            continue  # the moved marker's fallback would not surely reach it
         if mark.tokens and mark.tokens < MIN_CACHEABLE_GUARD:
             continue  # maybe too short to have been cached at all
         d = digests.get(u)
@@ -126,6 +162,9 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
         if saving + free_saving < batch_min:
             continue
         pin = pin_for(conv, shape, p, margin)
+        moved = moved_marker(conv, shape) if pin is not None and shape.free_markers < 1 else None
+        if moved is not None and any(c.unit_index > moved for c in chosen):
+            pin = moved = None  # (a cut in the last message: a request replacing it would drop it)
         if pin is not None:
             start, boundary = pin.units, "pinned"
             region = prefix[end] - prefix[min(start, end)]
@@ -136,6 +175,13 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
             region = before_units + prefix[end]
         # Cost now: the region is written (smaller by the cut) instead of read.
         extra = max(0, region - saving) * write - region * read
+        fallback = 0.0
+        if moved is not None:
+            # A request replacing this one's last message re-writes from the pin to messages[-2]'s
+            # end (less the cut) where it would have read it: once, at the dearest write rate.
+            region2 = prefix[min(moved + 1, len(unit_tokens))] - prefix[min(start, len(unit_tokens))]
+            fallback = max(0, region2 - saving) * (float(rates.write_1h) - read)
+            extra += fallback
         # Saved later: the cut tokens are not read on each remaining turn.
         later = saving * read * remaining
         if later < factor * extra:
@@ -153,13 +199,15 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
             label = "at death" if only_new else "payback"
             plan.reason = (f"{label}: {saving} warm tokens repay a {region}-token rewrite "
                            f"{later / extra if extra > 0 else float('inf'):.1f}x over {remaining} turns "
-                           f"({f'{boundary} at unit {start}' if start >= 0 else 'worst case: nothing read'}; "
+                           f"({f'{boundary} at unit {start}' if start >= 0 else 'worst case: nothing read'}"
+                           f"{f', marker moved from message {moved}' if moved is not None else ''}; "
                            f"bound: {hz.bound})")
             plan.figures = {"break": brk.index, "break_reason": brk.reason, "units": len(shape.unit_hashes),
                             "candidates": len(candidates), "tokens_cut": plan.tokens_cut,
                             "warm_tokens": saving, "free_tokens": free_saving,
                             "rewrite_tokens": region, "cut_from": p, "read_stops_at": start,
-                            "boundary": boundary, "pin_unit": plan.pin_unit,
+                            "boundary": boundary, "pin_unit": plan.pin_unit, "moved_from": moved,
+                            "fallback_usd": round(fallback, 8),
                             "extra_usd": round(extra, 8), "payback_usd": round(later, 8),
                             "payback_x": round(later / extra, 3) if extra > 0 else None,
                             "budget_usd": round(bank, 8), "conv_banked_usd": round(banked, 8),

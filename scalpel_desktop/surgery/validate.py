@@ -24,7 +24,11 @@ rewritten body.
 The one other change ever allowed is a warm cut's pin (``surgery/pin.py``):
 ``pin_problems(doc, pinned_doc, unit)`` accepts exactly one added
 ``cache_control`` key on the last block of message ``unit``, and nothing else,
-with at most 4 markers in all and every 1h marker before every 5m one.
+with at most 4 markers in all and every 1h marker before every 5m one; or,
+where the client marks the last two messages (Claude Code before 2.1), that
+marker MOVED: the same ``cache_control`` value taken off the last block of
+``messages[-2]`` (after ``unit``) and put on message ``unit``'s, the last
+message's marker untouched, nothing else changed.
 """
 
 from __future__ import annotations
@@ -172,16 +176,24 @@ def validate_rewrite(original_doc: Any, new_doc: Any,
 
 
 def pin_problems(doc: Any, pinned_doc: Any, unit: int) -> list[str]:
-    """Problems with ``pinned_doc`` as ``doc`` plus one cache marker on message ``unit``'s last block."""
+    """Problems with ``pinned_doc`` as ``doc`` plus one cache marker on message ``unit``'s last block
+    (added, or moved there from ``messages[-2]``'s last block: see the module docstring)."""
     if not (isinstance(doc, dict) and isinstance(pinned_doc, dict)) or list(doc) != list(pinned_doc):
         return ["pin: top-level keys changed"]
     problems = [f"pin: {k} changed" for k in doc if k != "messages" and not _same(doc[k], pinned_doc[k])]
     old, new = doc.get("messages"), pinned_doc.get("messages")
     if not (isinstance(old, list) and isinstance(new, list)) or len(old) != len(new):
         return problems + ["pin: message count changed"]
+    moved_from = len(old) - 2 if len(old) >= 3 and unit < len(old) - 2 else None
+    moved: Any = None
     for i, (o, n) in enumerate(zip(old, new)):
         if i != unit:
-            if not (o is n or _same(o, n)):
+            if o is n or _same(o, n):
+                continue
+            if i == moved_from:
+                found, moved = _marker_taken_off(i, o, n)
+                problems += found
+            else:
                 problems.append(f"pin: messages[{i}] changed")
             continue
         if not (isinstance(o, dict) and isinstance(n, dict)) or list(o) != list(n):
@@ -204,11 +216,40 @@ def pin_problems(doc: Any, pinned_doc: Any, unit: int) -> list[str]:
                   and set(nb["cache_control"]) <= {"type", "ttl"}
                   and nb["cache_control"].get("ttl", "5m") in ("5m", "1h")):
             problems.append(f"pin: messages[{i}] marker is not an ephemeral 5m/1h cache_control")
+    if moved is not None:
+        pin_block = new[unit]["content"][-1] if isinstance(new[unit], dict) and isinstance(
+            new[unit].get("content"), list) and new[unit]["content"] else None
+        if not (isinstance(pin_block, dict) and _same(pin_block.get("cache_control"), moved)):
+            problems.append(f"pin: the marker taken off messages[{moved_from}] is not the one put on messages[{unit}]")
+        last = old[-1].get("content") if isinstance(old[-1], dict) else None
+        if not (isinstance(last, list) and last and isinstance(last[-1], dict)
+                and isinstance(last[-1].get("cache_control"), dict)):
+            problems.append("pin: a marker moved where the client does not mark the last two messages")
     try:
         api_rules.check_breakpoints([t for _, t in marker_ttls(pinned_doc)])
     except api_rules.CacheControlError as e:
         problems.append(f"pin: {e}")
     return problems
+
+
+def _marker_taken_off(i: int, o: Any, n: Any) -> tuple[list[str], Any]:
+    """(problems, the marker) of ``n`` as ``o`` with only its last block's ``cache_control`` removed."""
+    bad = [f"pin: messages[{i}] changed beyond one marker taken off its last block"], None
+    if not (isinstance(o, dict) and isinstance(n, dict)) or list(o) != list(n):
+        return bad
+    if any(not _same(o[k], n[k]) for k in o if k != "content"):
+        return bad
+    oc, nc = o.get("content"), n.get("content")
+    if not (isinstance(oc, list) and isinstance(nc, list)) or len(oc) != len(nc) or not oc:
+        return bad
+    if any(not _same(a, b) for a, b in zip(oc[:-1], nc[:-1])):
+        return bad
+    ob, nb = oc[-1], nc[-1]
+    if not (isinstance(ob, dict) and isinstance(nb, dict)) or not isinstance(ob.get("cache_control"), dict) \
+            or "cache_control" in nb or list(nb) != [k for k in ob if k != "cache_control"] \
+            or any(not _same(ob[k], nb[k]) for k in nb):
+        return bad
+    return [], ob["cache_control"]
 
 
 _API_CHECKS = {"messages": api_rules.validate_messages_body, "chat": api_rules.validate_chat_body,

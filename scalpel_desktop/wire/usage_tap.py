@@ -15,6 +15,10 @@ What it understands:
 - OpenAI Responses JSON and SSE: ``response.completed`` (or ``incomplete`` /
   ``failed``) carries ``response.usage``.
 - Error bodies and error events: their ``error.type`` is kept in ``.error``.
+- An Anthropic message's ``id`` and its ``diagnostics`` (the provider's cache
+  diagnosis, ``wire/cache_diagnosis.py``): ``message()``.
+- An Anthropic answer's ``stop_reason`` (``message_delta`` or the JSON
+  message): ``stop_reason``, the cache keeper's cue (``proxy/keeper.py``).
 
 SSE is parsed incrementally: lines may be split anywhere across chunks, CRLF
 or LF, unknown events and pings are skipped. A compressed body
@@ -31,6 +35,7 @@ from typing import Any, Callable
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.wire.jsoncodec import loads
 
+ABSENT = object()  # ``message()``: the answer carried no ``diagnostics``
 MAX_JSON_BYTES = 32 * 1024 * 1024  # a JSON answer larger than this is not tapped
 MAX_SSE_EVENT_BYTES = 8 * 1024 * 1024  # one SSE event larger than this is skipped
 
@@ -119,6 +124,9 @@ class UsageTap:
         self._data_size = 0
         self._anthropic: dict[str, Any] | None = None
         self._openai: dict[str, Any] | None = None
+        self._message_id: str | None = None
+        self._diagnostics: Any = ABSENT
+        self._stop_reason = ""  # the Anthropic answer's ``stop_reason`` (the cache keeper's cue)
 
     @property
     def active(self) -> bool:
@@ -193,11 +201,15 @@ class UsageTap:
         typ = obj.get("type")
         if typ == "message_start":
             msg = obj.get("message")
+            self._note_message(msg)
             usage = msg.get("usage") if isinstance(msg, dict) else None
             if isinstance(usage, dict):
                 self._anthropic = dict(usage)
             return
         if typ == "message_delta":
+            delta = obj.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self._stop_reason = delta["stop_reason"][:40]
             usage = obj.get("usage")
             if isinstance(usage, dict):
                 base = self._anthropic if self._anthropic is not None else {}
@@ -219,6 +231,16 @@ class UsageTap:
         if isinstance(usage, dict):  # OpenAI Chat final chunk
             self._openai = usage
 
+    def _note_message(self, msg: Any) -> None:
+        if not isinstance(msg, dict):
+            return
+        if isinstance(msg.get("id"), str):
+            self._message_id = msg["id"][:200]
+        if isinstance(msg.get("stop_reason"), str):  # (a JSON answer's; a stream's comes in message_delta)
+            self._stop_reason = msg["stop_reason"][:40]
+        if "diagnostics" in msg:
+            self._diagnostics = msg["diagnostics"]
+
     def _note_error(self, err: Any) -> None:
         if isinstance(err, dict):
             label = err.get("type") or err.get("code") or "error"
@@ -239,6 +261,8 @@ class UsageTap:
             return
         if "error" in doc and doc.get("type") in ("error", None):
             self._note_error(doc.get("error"))
+        if doc.get("type") == "message":
+            self._note_message(doc)
         usage = doc.get("usage")
         if not isinstance(usage, dict):
             return
@@ -255,6 +279,18 @@ class UsageTap:
         """The provider's error type when the body or a stream event was an error, else ""."""
         self._finish()
         return self._error
+
+    def message(self) -> tuple[str | None, Any]:
+        """The Anthropic message's ``id`` (None: none seen) and its ``diagnostics`` value (``ABSENT`` when
+        the answer carried none). Call after the last chunk."""
+        self._finish()
+        return self._message_id, self._diagnostics
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the Anthropic answer ended (``end_turn``, ``tool_use``, ...; "" when not seen)."""
+        self._finish()
+        return self._stop_reason
 
     def usage(self) -> Usage | None:
         """The provider's counts, or None when the response carried none. Call after the last chunk."""
@@ -285,6 +321,20 @@ def _to_usage(raw: dict[str, Any] | None, build: Callable[[Any], Usage]) -> Usag
     if raw is None:
         return None
     return build(raw)
+
+
+def decoded(body: bytes, content_encoding: str) -> bytes | None:
+    """A whole body as its ``Content-Encoding`` says to read it; None when this cannot decode it (an
+    encoding without a decoder here, layered encodings, corrupt bytes)."""
+    enc = (content_encoding or "").strip().lower()
+    if not enc or enc == "identity":
+        return body
+    try:
+        if "," in enc:
+            return None
+        return _Decoder(enc).feed(body)
+    except Exception:  # noqa: BLE001 - unreadable: the caller decides what that means
+        return None
 
 
 def tap_body(body: bytes, content_type: str, content_encoding: str = "", chunk: int = 0) -> UsageTap:

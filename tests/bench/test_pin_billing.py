@@ -27,9 +27,10 @@ def _replay(seq):
                            budgets={"payback": RiskBudget(1e6)})
 
 
-def test_a_client_that_sends_four_markers_gets_no_pin():
+def test_a_client_that_sends_four_markers_gets_no_added_pin():
     # Every pinned warm cut the old bench made was in a session recorded before Claude Code 2.1, which
-    # sends all 4 markers: with its real markers, those cuts are priced at their worst case or not made.
+    # sends all 4 markers: with its real markers, no marker is added; a cut is pinned only by moving
+    # the client's marker on the message before the last (surgery/pin.py), else priced at its worst case.
     cuts = 0
     for seq in _warm_sequences():
         assert client_markers.layout_for(seq.requests[0].version).markers == 4
@@ -37,8 +38,45 @@ def test_a_client_that_sends_four_markers_gets_no_pin():
         assert not got.errors
         for w in got.warm["payback"]:
             cuts += 1
-            assert w["boundary"] == "worst-case" and "pin_tokens" not in w  # no marker added, none billed
+            if w["boundary"] == "pinned":
+                assert w["moved_from"] is not None and w["fallback_usd"] > 0
+            else:
+                assert w["boundary"] == "worst-case" and "pin_tokens" not in w  # no marker added, none billed
     assert cuts >= 1
+
+
+def test_a_moved_marker_is_billed_where_the_body_sent_carries_it(monkeypatch):
+    # a7da6a22 (Claude Code 2.0.55, 4 markers) with the ledger history the bench gives it: request 45's
+    # cut at death is pinned by the marker moved off message 89. The simulator bills that body's
+    # markers: the pin's, not the client's on the message before the last, and no more than the client's.
+    from scalpel_desktop.accounting.cache_model import PromptCache
+    from scalpel_desktop.bench.ledger_view import history_before
+
+    seqs = list(iter_sequences(read_corpus(corpus_dir("transcripts"))))
+    seq = next(s for s in seqs if s.name == "a7da6a22/main")
+    calls: list[dict] = []
+    real = PromptCache.bill_detail
+
+    def spy(self, key, blocks, now, **kw):
+        if kw.get("breakpoints") is not None:
+            calls.append({"now": now, "marks": dict(kw["breakpoints"])})
+        return real(self, key, blocks, now, **kw)
+
+    monkeypatch.setattr(PromptCache, "bill_detail", spy)
+    got = replay_sequence(seq, PRICES, ["off", "death"], hinted=False, ceiling=False, config=FUNDED,
+                          history=history_before(seqs, seq), budgets={"death": RiskBudget(1e6)})
+    moved = [w for w in got.warm["death"] if w.get("moved_from") is not None]
+    assert moved and not got.errors
+    for w in moved:
+        at = seq.requests[w["request"]].ts
+        bills = [c["marks"] for c in calls if c["now"] == at]
+        sent = next(m for m in bills if None in m.values())  # the arm whose body took a marker off
+        client = next(m for m in bills if None not in m.values() and len(m) == len(sent) - 1)
+        taken = [u for u, t in sent.items() if t is None]
+        added = [u for u, t in sent.items() if t and u not in client]
+        assert len(taken) == 1 and taken[0] in client and len(added) == 1  # moved: one off, one on
+        assert sum(1 for t in sent.values() if t) == len(client)  # none added
+        assert w["billed_read"] > 0 and w["fallback_usd"] > 0
 
 
 def test_the_simulator_bills_the_pin_where_the_client_leaves_a_marker_free(monkeypatch):

@@ -75,9 +75,11 @@ def test_tools_and_settings_changes_name_what_changed():
 def test_a_model_switch_and_back():
     w = MissWatch(PRICES)
     w.fields(ex_at(1000, warm(0, 20_000)))
-    assert w.fields(ex_at(1010, warm(0, 20_000), body(model="claude-opus-4-5"))) == {}  # that model's first
-    got = w.fields(ex_at(1020, warm(0, 20_000)))
+    got = w.fields(ex_at(1010, warm(0, 20_000), body(model="claude-opus-4-5")))  # that model's first request
+    assert got["miss_cause"] == "model-switch" and '"first_on_model":true' in got["miss_detail"]
+    got = w.fields(ex_at(1020, warm(0, 20_000)))  # back: its own entry should still be there
     assert got["miss_cause"] == "model-switch" and "claude-opus-4-5" in got["miss_detail"]
+    assert w.fields(ex_at(1030, warm(20_000, 100))) == {}
 
 
 def test_our_own_warm_cut_is_not_a_miss_nor_an_error_answer():

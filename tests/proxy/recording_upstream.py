@@ -26,7 +26,9 @@ class Received:
 
 
 class RecordingUpstream:
-    def __init__(self):
+    def __init__(self, respond=None):
+        """``respond(received) -> (status, headers, body)``: another answer than the 200 ``ANSWER``."""
+        self.respond = respond
         self.port = 0
         self.received: list[Received] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -78,10 +80,12 @@ class RecordingUpstream:
                     current.body += event.data
                 elif isinstance(event, h11.EndOfMessage) and current is not None:
                     self.received.append(current)
+                    status, headers, body = (self.respond(current) if self.respond is not None
+                                             else (200, [("content-type", "application/json")], ANSWER))
                     current = None
-                    writer.write(conn.send(h11.Response(status_code=200, headers=[
-                        ("content-type", "application/json"), ("content-length", str(len(ANSWER)))])))
-                    writer.write(conn.send(h11.Data(data=ANSWER)))
+                    writer.write(conn.send(h11.Response(status_code=status, headers=[
+                        *headers, ("content-length", str(len(body)))])))
+                    writer.write(conn.send(h11.Data(data=body)))
                     writer.write(conn.send(h11.EndOfMessage()))
                     await writer.drain()
                     if conn.our_state is h11.MUST_CLOSE:

@@ -22,6 +22,8 @@ SCHEMA_COLUMNS = [
     "miss_cause", "miss_tokens", "miss_usd", "miss_detail",
     # m009: each row's own id, so that a journaled row is never written twice (store/row_journal.py)
     "uid",
+    # m010: the provider's own cache diagnosis (proxy/diagnostics.py), beside the proxy's miss_cause
+    "provider_miss_reason", "provider_missed_tokens",
 ]
 
 
@@ -40,6 +42,7 @@ def test_requests_table_matches_the_agreed_schema(tmp_path):
     assert types["ts"] == "REAL" and types["figures"] == "TEXT" and types["realized_usd"] == "REAL"
     assert all(types[c] == "INTEGER" for c in ("input_tokens", "cache_write_5m", "cache_write_1h", "cache_read",
                                                  "output_tokens", "status", "body_bytes"))
+    assert (types["provider_miss_reason"], types["provider_missed_tokens"]) == ("TEXT", "INTEGER")
     indexed = {r["name"]: [c["name"] for c in conn.execute(f"PRAGMA index_info({r['name']})")]
                for r in conn.execute("PRAGMA index_list(requests)")}
     assert ["ts"] in indexed.values() and ["session"] in indexed.values()

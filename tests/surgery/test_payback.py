@@ -296,3 +296,58 @@ def test_an_entry_the_provider_lost_is_no_longer_pinned():
     assert not marks[34].confirmed and not marks[38].confirmed and marks[40].confirmed  # its own entry stands
     plan = lost.decide(_warm(), [Candidate("big", 35, 5000, 20)])
     assert plan.pin_unit != 33 and plan.figures.get("boundary") != "pinned"
+
+
+def _old_client(n=42, blocks=1, moved_ttl_s=300.0, **kw):
+    """``_warm`` sent by Claude Code before 2.1: no marker free, the one on message n-2 movable."""
+    from scalpel_desktop.surgery.pin import Pinnable
+
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "x"}] * blocks} for _ in range(n)]
+    s = _warm(n=n, free=0, **kw)
+    return RequestShape(**{**s.__dict__, "unit_pinnable": Pinnable(msgs, n - 2, moved_ttl_s)})
+
+
+def test_a_moved_marker_pins_and_prices_the_rewrite_its_last_message_would_cost():
+    # Moved from message 40: this request writes no entry there. A request replacing its last
+    # message (Esc) re-writes from the pin (34) to the end of message 40 instead of reading it,
+    # 7,000 tokens less the cut, at the dearest write rate: added to the bet.
+    e = econ(policy="payback")
+    r = PriceTable.builtin().rates(OPUS)
+    _warm_session(e, 14)
+    plan = e.decide(_old_client(), [Candidate("big", 35, 5900, 20)])
+    saving = 5900 - 20
+    extra = (6000 - saving) * r.write_5m - 6000 * r.cache_read
+    fallback = (7000 - saving) * (r.write_1h - r.cache_read)
+    assert extra < 0 < extra + fallback  # the pin alone would gain now; its fallback makes it a bet
+    assert plan.action == "cut" and plan.pin_unit == 33 and plan.figures["moved_from"] == 40
+    assert plan.figures["boundary"] == "pinned" and plan.rewrite_tokens == 6000
+    assert plan.figures["fallback_usd"] == pytest.approx(fallback, rel=1e-6)
+    assert plan.risk_usd == pytest.approx(extra + fallback, rel=1e-6)
+    assert plan.figures["extra_usd"] == pytest.approx(extra + fallback, rel=1e-6)
+    assert plan.figures["payback_usd"] >= 2 * (extra + fallback)
+    assert "marker moved from message 40" in plan.reason
+
+
+def test_the_moved_marker_bet_needs_the_budget_for_its_fallback_too():
+    r = PriceTable.builtin().rates(OPUS)
+    saving = 5900 - 20
+    total = (6000 - saving) * r.write_5m - 6000 * r.cache_read + (7000 - saving) * (r.write_1h - r.cache_read)
+    for banked, cut in ((0.0, False), (total * 0.99, False), (total * 1.01, True)):
+        e = econ(policy="payback")
+        _warm_session(e, 14, banked=banked)
+        assert (e.decide(_old_client(), [Candidate("big", 35, 5900, 20)]).action == "cut") is cut, banked
+
+
+@pytest.mark.parametrize("case", ["out of reach", "1h over 5m entries"])
+def test_no_marker_moves_where_the_fallback_is_not_certain(case):
+    # out of reach: 3 blocks per message, messages 34..40 hold 21 blocks, more than the shortest
+    # lookback (12): a request replacing the last message might not look back to the pin at all;
+    # a 1h marker moved where the conversation wrote 5m entries: the entry it falls back to may
+    # lapse before the one it replaces would have.
+    e = econ(policy="payback")
+    _warm_session(e, 14)
+    cands = [Candidate("big", 35, 5900, 20)]
+    assert e.decide(_old_client(), cands).figures["moved_from"] == 40  # (the same cut, in reach, moves)
+    shape = _old_client(blocks=3) if case == "out of reach" else _old_client(moved_ttl_s=3600.0)
+    plan = e.decide(shape, cands)
+    assert plan.figures.get("boundary") != "pinned" and plan.figures.get("moved_from") is None

@@ -110,3 +110,81 @@ def test_markers_counted_from_the_raw_bytes_never_too_few():
     flags, free = pinnable(doc, dumps(doc))
     assert free == 1 and len(flags) == 6 and flags[2] is True
     assert pinnable(pinned(doc, 2, "5m"), dumps(pinned(doc, 2, "5m")))[1] == 0
+
+
+def old_client_body(ttl=CC, n=7):
+    """Claude Code before 2.1: two system markers and the last block of each of the last two messages."""
+    doc = body(ttl, n)
+    m = dict(doc["messages"][-2])
+    m["content"] = [dict(b) for b in m["content"]]
+    m["content"][-1]["cache_control"] = dict(ttl)
+    doc["messages"][-2] = m
+    return doc
+
+
+def test_a_four_marker_client_lends_its_marker_on_the_message_before_the_last():
+    doc = old_client_body()
+    flags, free = pinnable(doc)
+    assert free == 0 and flags.moves_from == 5 and flags.moved_ttl_s == 300.0
+    assert flags.reach(2) == 2 + 1 + 2  # messages 3, 4, 5: from the pin's block to the moved marker's
+    assert flags.reach(5) == -1  # (not before the moved marker)
+    assert pinnable(body())[0].moves_from is None  # one marker free: nothing moves
+
+
+def test_pinned_moves_the_marker_without_adding_one():
+    from scalpel_desktop.accounting.prefix_blocks import request_blocks
+
+    doc = old_client_body()
+    before = repr(doc)
+    out = pinned(doc, 2, "5m")
+    assert repr(doc) == before  # the original untouched
+    assert out["messages"][2]["content"][-1]["cache_control"] == CC
+    assert "cache_control" not in out["messages"][5]["content"][-1]
+    assert out["messages"][6]["content"][-1]["cache_control"] == CC  # the last message keeps its own
+    assert len(marker_ttls(out)) == len(marker_ttls(doc)) == 4
+    assert all(a is b for i, (a, b) in enumerate(zip(doc["messages"], out["messages"])) if i not in (2, 5))
+    assert [b.chain for b in request_blocks(out)] == [b.chain for b in request_blocks(doc)]  # no key changed
+    assert pin_problems(doc, out, 2) == []
+
+
+def test_the_moved_marker_keeps_the_clients_ttl_and_never_goes_at_or_after_its_place():
+    doc = old_client_body(CC1H)
+    out = pinned(doc, 2, "5m")
+    assert out["messages"][2]["content"][-1]["cache_control"] == CC1H
+    assert pinned(old_client_body(), 5, "5m") is None and pinned(old_client_body(), 6, "5m") is None
+
+
+def test_no_marker_moves_where_the_client_does_not_mark_the_last_two_messages():
+    doc = body()
+    doc["system"] = doc["system"] + [{"type": "text", "text": "c", "cache_control": CC}]
+    flags, free = pinnable(doc)  # 4 markers, but the message before the last carries none
+    assert free == 0 and flags.moves_from is None
+    assert pinned(doc, 2, "5m") is None
+
+
+def test_the_validator_allows_the_move_and_nothing_more():
+    doc = old_client_body()
+    good = pinned(doc, 2, "5m")
+    assert pin_problems(doc, good, 2) == []
+    lost = pinned(doc, 2, "5m")
+    lost["messages"][2] = doc["messages"][2]  # taken off, put nowhere
+    assert pin_problems(doc, lost, 2)
+    other = pinned(doc, 2, "5m")
+    other["messages"][2]["content"][-1]["cache_control"] = CC1H  # not the marker taken off
+    assert any("not the one put on" in p for p in pin_problems(doc, other, 2))
+    edited = pinned(doc, 2, "5m")
+    edited["messages"][5]["content"][-1]["name"] = "Write"  # more than the marker taken off
+    assert any("beyond one marker taken off" in p for p in pin_problems(doc, edited, 2))
+    wrong = old_client_body()
+    m = dict(wrong["messages"][4])
+    m["content"] = [dict(m["content"][-1], cache_control=CC)]
+    wrong["messages"][4] = m  # a marker on messages[-3] instead: not the client's movable one
+    moved_from_3 = pinned(body(), 2, "5m")
+    assert pin_problems(wrong, moved_from_3, 2)
+    unmarked_last = old_client_body()
+    last = dict(unmarked_last["messages"][6])
+    last["content"] = [{k: v for k, v in b.items() if k != "cache_control"} for b in last["content"]]
+    unmarked_last["messages"][6] = last
+    moved = pinned(old_client_body(), 2, "5m")
+    moved["messages"][6] = last
+    assert any("does not mark the last two" in p for p in pin_problems(unmarked_last, moved, 2))

@@ -154,3 +154,31 @@ def test_garbage_never_raises():
 
 def test_count_tokens_answer_is_not_usage():
     assert tap_body(b'{"input_tokens": 1234}', "application/json").usage() is None
+
+
+def test_the_message_id_and_its_diagnostics_are_read_from_stream_and_json():
+    from scalpel_desktop.wire.usage_tap import ABSENT
+
+    assert tap_body(ANTHROPIC_STREAM, "text/event-stream", chunk=7).message() == ("msg_1", ABSENT)
+    diag = {"cache_miss_reason": {"type": "model_changed", "cache_missed_input_tokens": 900}}
+    start = {"type": "message_start", "message": {"id": "msg_2", "type": "message", "content": [],
+                                                  "usage": {"input_tokens": 3}, "diagnostics": diag}}
+    stream = sse(("message_start", start), ("message_stop", {"type": "message_stop"}))
+    assert tap_body(stream, "text/event-stream", chunk=5).message() == ("msg_2", diag)
+    body = json.dumps({"id": "msg_3", "type": "message", "usage": {"input_tokens": 1}, "diagnostics": None}).encode()
+    assert tap_body(body, "application/json").message() == ("msg_3", None)
+    assert tap_body(gzip.compress(body), "application/json", "gzip", chunk=9).message() == ("msg_3", None)
+    chat = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "usage": {"prompt_tokens": 1}}).encode()
+    assert tap_body(chat, "application/json").message() == (None, ABSENT)
+
+
+def test_decoded_reads_what_it_can_and_says_none_otherwise():
+    from scalpel_desktop.wire.usage_tap import decoded
+
+    body = b'{"type":"error","error":{"message":"diagnostics: Extra inputs are not permitted"}}'
+    assert decoded(body, "") == decoded(body, "identity") == body
+    assert decoded(gzip.compress(body), "gzip") == body
+    assert decoded(zlib.compress(body), "deflate") == body
+    assert decoded(b"\x00garbage", "gzip") is None
+    assert decoded(body, "gzip, br") is None
+    assert decoded(body, "compress") is None
