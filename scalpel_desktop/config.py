@@ -144,6 +144,8 @@ KEYS: dict[str, Key] = {
             minimum=1.0),
         Key("risk_cap_pct", 1.0, float, "Warm policies: no conversation may stake more than its own savings plus "
             "this percent of what it has cost so far (docs/economist.md).", minimum=0.0),
+        Key("keepalive", False, bool, "While Claude Code waits, keep the conversation's prompt cache warm with "
+            "one-token requests when your own pauses say it pays, funded from the risk budget (docs/economist.md)."),
         Key("cut_mcp_results", False, bool, "Allow cutting MCP tool results (mcp__*)."),
         Key("exclude_dirs", [], list, "Never change conversations whose working directory is under one of these."),
         Key("spill_keep_days", 30, int, "Spill files older than this are removed by `scalpel spill gc`.", minimum=1),

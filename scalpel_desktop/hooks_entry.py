@@ -10,7 +10,7 @@ answers nowhere and cannot be brought back (a dead autopilot proxy is started
 again first: ``service/session_guard.py``).
 
 Events (argument): ``pre-tool-use``, ``post-tool-use``, ``session-start``,
-``user-prompt-submit``, ``statusline``. The decisions live in
+``user-prompt-submit``, ``notification``, ``session-end``, ``statusline``. The decisions live in
 ``service/hook_logic.py`` (reads), ``service/session_guard.py`` (a base URL
 that answers) and ``service/statusline.py`` (the line); all are imported
 lazily here.
@@ -46,6 +46,9 @@ def run(event: str, payload: dict) -> str | None:
         return json.dumps(out) if out else None
     if event == "post-tool-use":
         hook_logic.post_tool_use(payload)
+        return None
+    if event in ("notification", "session-end"):  # the cache keeper: Claude Code waits, or the session ended
+        hook_logic.keeper_event(payload, "waiting" if event == "notification" else "end")
         return None
     if event == "session-start":
         message = hook_logic.session_start(payload)  # Claude Code shows systemMessage in the session

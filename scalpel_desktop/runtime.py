@@ -43,7 +43,7 @@ from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
-from scalpel_desktop.proxy import diagnostics, memtrace
+from scalpel_desktop.proxy import diagnostics, keeper, memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
@@ -202,6 +202,7 @@ class Runtime:
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
         self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
         assemble.register_actions(self)
+        keeper.install(self, chain, self._ledger)  # the cache keeper: last stage, and the ``keeper`` action
         memtrace.install_from_env(stages)  # SCALPEL_MEMTRACE=DIR only: a diagnosis (benchmarks/proxy_memory.py)
 
     def _note_features_off(self, why: str | None) -> None:  # (None: on now)

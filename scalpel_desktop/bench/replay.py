@@ -33,8 +33,9 @@ slower). Sequences may replay on several processes
   live proxy of Claude Code 2.1.332 would not see, reported apart;
 * ``naive`` and ``first-party``, bench-only comparisons, and ``ceiling``, the
   bound no policy can beat (``bench/policies.py``);
-* ``keepalive``, ``as-5m``, ``as-5m+keepalive``: bench-only TTL choices
-  (``bench/keepalive.py``).
+* ``keepalive``: the shipped cache keeper beside the default policy's stage,
+  its pings decided by the proxy's own rule from the pauses the ledger would
+  have held; ``as-5m``: a bench-only TTL choice (``bench/keepalive.py``).
 
 Beside the arms, each sequence's cache misses in its real usage (no
 simulation: ``bench/misses.py``), on ``SessionResult.misses``.
@@ -94,6 +95,7 @@ class SessionResult:
     bets: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # stage arm -> (turns est, earned)
     warm: dict[str, list[dict]] = field(default_factory=dict)  # stage arm -> each warm cut's figures
     misses: list[Miss] = field(default_factory=list)  # the real usage's cache misses (bench/misses.py)
+    keeper: dict[str, dict] = field(default_factory=dict)  # keeper arm -> its pings, their cost, returns kept
 
     def cost(self, arm: str) -> float:
         """The arm's cost on the real bill: real + (simulated arm - simulated off)."""
@@ -145,7 +147,8 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                     config: Mapping[str, Any] | None = None, ceiling: bool = True, hinted: bool = True,
                     counter: ByteCounter | None = None, pooled: Ratio | None = None,
                     scratch: str | None = None, history: Any = None, share: bool = True,
-                    budgets: Mapping[str, Any] | None = None, bets: Mapping[str, Any] | None = None) -> SessionResult:
+                    budgets: Mapping[str, Any] | None = None, bets: Mapping[str, Any] | None = None,
+                    pauses: Any = None) -> SessionResult:
     """Every arm of one sequence, in lockstep. ``share=False``: every arm does its own work
     (no hinted arm taken for its plain one, each stage arm lays out, shapes and validates
     every body itself): the same figures, slower (``benchmarks/bench_speed.py``' baseline)."""
@@ -185,10 +188,13 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
                     arms[arm_name] = sim.arm(d.cuts_for, after=d.after)
                     arms[arm_name].pins_for = d.pins_for
                 continue
-            if name in keepalive.ARMS:
-                arms[name] = sim.arm(kind=keepalive.KeepAliveArm, as_5m=name.startswith("as-5m"),
-                                     pings=name.endswith("keepalive"), margin=float(cfg["ttl_margin_s"]),
-                                     factor=float(cfg["payback_factor"]))
+            if name in keepalive.ARMS:  # the shipped keeper beside the default policy's stage; a TTL choice
+                hist = History.of(history.lengths, history.gaps, (bets or {}).get(name, ()), history.overruns) \
+                    if history is not None else None
+                arms[name], d = keepalive.build(name, seq, sim, bodies, prices, cfg, tier, scratch, hist,
+                                                (budgets or {}).get(name), pauses)
+                if d is not None:
+                    drivers[name] = d
             elif name == "naive":
                 c = cutters[name] = DoomCuts(bodies.spans, stub, "naive")
                 arms[name] = sim.arm(c)
@@ -236,16 +242,21 @@ def replay_sequence(seq: Sequence, prices, policies: Iterable[str] = ALL_POLICIE
               if alias == name or (alias in order and alias not in arms)}
     costs = {name: (base.sim_cost if name in errors else arms[run[name]].bill.sim_cost) for name in order}
     cuts = {name: len(drivers[run[name]].cuts) for name in order if run[name] in drivers}
+    keeper: dict[str, dict] = {}
     for name, c in cutters.items():
         if name not in errors:
             cuts[name] = len(c.cuts) if isinstance(c, DoomCuts) else _count_cleared(seq, c)
     for name, arm in arms.items():
         if isinstance(arm, keepalive.KeepAliveArm):
             cuts[name] = arm.pings_sent  # the pings it sent
+            if arm.driver is not None:
+                keeper[name] = {"pings": arm.pings_sent, "ping_cost_usd": arm.bill.extra_cost, "kept": arm.kept,
+                                "kept_saved_usd": arm.saved_usd}
     first = seq.requests[0].usage
     out = SessionResult(seq.name, str(seq.path), seq.kind, seq.requests[0].model, len(seq.requests),
                         base.real_cost, costs, sim.ratio, cuts, errors, "1h" if first.cache_write_1h > 0 else "5m",
                         misses=sequence_misses(seq, prices, float(cfg["ttl_margin_s"])))
+    out.keeper = keeper
     for name in order:  # (a hinted arm that is its plain arm reports its plain arm's, as its costs do)
         d = drivers.get(run[name])
         if d is not None:
@@ -303,7 +314,7 @@ def replay_corpus(root: Path | str | None = None, policies: Iterable[str] = ALL_
         budgets, bets = budget_before(seqs, seq, got, policies, budget_usd)
         return replay_sequence(seq, prices, policies, tier, config, hinted=hinted, counter=counter, pooled=pooled,
                                scratch=scratch, history=history_before(seqs, seq, ledger), share=share,
-                               budgets=budgets, bets=bets)
+                               budgets=budgets, bets=bets, pauses=keepalive.pauses_before(seqs, seq, ledger))
 
     try:
         # In waves of sequences that need nothing of each other: a sequence starts with the budget and

@@ -36,6 +36,17 @@ def _bets(sessions: list, name: str) -> dict[str, Any]:
             "turns_estimated": sum(e for e, _ in outcomes), "turns_earned": sum(t for _, t in outcomes)}
 
 
+def _keeper(sessions: list, name: str) -> dict[str, Any]:
+    """A keeper arm's pings (``bench/keepalive.py``): how many, their cost, the returns they kept warm past
+    the TTL and what those banked, and the sessions where it sent any."""
+    got = [x.keeper[name] for x in sessions if name in x.keeper]
+    if not got:
+        return {}
+    return {"pings": sum(g["pings"] for g in got), "ping_cost_usd": _r(sum(g["ping_cost_usd"] for g in got)),
+            "returns_kept": sum(g["kept"] for g in got), "kept_saved_usd": _r(sum(g["kept_saved_usd"] for g in got)),
+            "sessions_pinged": sum(1 for g in got if g["pings"])}
+
+
 def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool = False) -> dict[str, Any]:
     s = res.sessions
     check = check_report(s)
@@ -55,7 +66,7 @@ def build_json(res: ReplayResult, corpus: str, prices_as_of: str, sessions: bool
             "ceiling_share_pct": _r(100.0 * t.saving_usd / ceil.saving_usd, 2) if ceil.saving_usd > 0 else 0.0,
             "cuts": t.cuts, "proven_cuts": t.cuts,
             "hinted_cuts": sum(x.cuts.get(name + HINTED, x.cuts.get(name, 0)) for x in s),
-            **_bets(s, name),
+            **_bets(s, name), **_keeper(s, name),
         })
     methods: dict[str, int] = {}
     for x in s:
@@ -148,6 +159,11 @@ def render_tables(doc: dict[str, Any], console, sessions: list | None = None) ->
         out(f"  {row['session']}: {row['error_pct']:+.1f}%")
     out("saving: with the breaks the live proxy sees (compaction, model switches, TTL expiry); "
         "hinted: also told where the usage shows a read stopping short for no visible reason.")
+    for p in doc["policies"]:
+        if "pings" in p:  # the cache keeper (bench/keepalive.py): its cuts column counts pings
+            out(f"{p['name']}: the default policy plus the cache keeper: {p['pings']} pings "
+                f"(${p['ping_cost_usd']:.3f}) in {p['sessions_pinged']} sessions, {p['returns_kept']} returns kept "
+                f"warm past the TTL (${p['kept_saved_usd']:.3f} of re-writes avoided, net of free cuts forgone).")
     if "misses" in doc:
         out()
         _misses(doc["misses"], doc["real_cost_usd"], out, table)

@@ -14,7 +14,8 @@ Summarize the ledger: requests, tokens by billing tier (input, cache write 5m,
 cache write 1h, cache read, output) from the provider's usage counts, their
 cost at the dated per-model price table, the cache share (cache read / prompt),
 the pipeline's decisions, and savings: realized (measured on requests that were
-changed) apart from projected (estimates, with the weight used).
+changed) apart from projected (estimates, with the weight used), and the
+cache keeper's keep-alive pings (their cost) and the re-writes they avoided.
 
   scalpel report                       everything so far
   scalpel report --since 7d --by day   the last week, one row per day
@@ -42,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     from scalpel_desktop.paths import dirs, home_relative
     from scalpel_desktop.store.budget_ledger import budget_summary
     from scalpel_desktop.store.ledger_queries import has_requests, open_readonly
+    from scalpel_desktop.store.keeper_ledger import keeper_summary
     from scalpel_desktop.store.misses import miss_totals, misses_since
 
     path = Path(args.db) if args.db else dirs().database
@@ -60,6 +62,7 @@ def _run(args: argparse.Namespace) -> int:
             rep = build_report(conn, since=since, by=args.by, prices=PriceTable.load())
             rep["risk_budget"] = budget_summary(conn, since)
             rep["misses"] = miss_totals(misses_since(conn, since or 0.0))
+            rep["keeper"] = keeper_summary(conn, since)  # the cache keeper's pings and the re-writes avoided
         finally:
             conn.close()
     except sqlite3.Error as e:
@@ -168,6 +171,12 @@ def _print_rich(rep: dict[str, Any]) -> None:
                      f"earned on {bud['turns_earned']:,} of {bud['turns_estimated']:,} requests estimated"
                      + (f", {bud['bets_open']:,} still earning" if bud["bets_open"] else ""))
         say(line)
+    keep = rep.get("keeper")
+    if keep and (keep["pings"] or keep["kept"]):  # (ledger rows of their own: in no figure above)
+        say(f"cache keeper: {keep['pings']:,} keep-alive ping{'s' if keep['pings'] != 1 else ''} cost "
+            f"{usd(keep['ping_cost_usd'])} (staked from the risk budget); {keep['kept']:,} re-write"
+            f"{'s' if keep['kept'] != 1 else ''} avoided saved {usd(keep['saved_usd'])} (net of free cuts forgone; "
+            f"banked), net {usd(keep['net_usd'])}")
     miss = rep.get("misses")
     if miss and miss["count"]:
         causes = ", ".join(f"{c} {v['count']:,} ({usd(v['cost_usd'])})" for c, v in miss["by_cause"].items())

@@ -15,6 +15,11 @@ forget the file.
 SessionStart: "clear" and "compact" forget the session's reads (the context
 no longer holds them); then ``session_guard.check()``: a dead proxy is brought
 back (autopilot's service), or the session is told (``systemMessage``).
+
+Notification and SessionEnd tell the running proxy's cache keeper
+(``proxy/keeper.py``, the control action ``keeper``) that Claude Code waits
+for the person, or that the session ended (no more keep-alive pings for it).
+No proxy, or one that does not answer within ``KEEPER_TIMEOUT_S``: nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ FULL_READ_TOOLS = ("Read",)
 FORGET_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 PARTIAL_KEYS = ("offset", "limit", "pages")
 MAX_HASH_BYTES = 64 * 1024 * 1024
+KEEPER_TIMEOUT_S = 0.5
 
 
 def state_dir() -> Path:
@@ -186,3 +192,16 @@ def session_start(payload: dict) -> str | None:
     from scalpel_desktop.service import session_guard
 
     return session_guard.check()
+
+
+def keeper_event(payload: dict, event: str) -> None:
+    """Tell the running proxy's cache keeper ``event`` ("waiting" | "end") for the payload's session."""
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session:
+        return
+    from scalpel_desktop.control_client import ControlClient, ControlError
+
+    try:
+        ControlClient.discover(timeout=KEEPER_TIMEOUT_S).action("keeper", {"event": event, "session": session})
+    except (ControlError, OSError, ValueError):
+        pass  # no proxy, an older one, or a slow one: the keeper's own timers still end

@@ -1,7 +1,7 @@
 """Install, remove and report scalpel's entries in Claude Code's settings.json.
 
 Hooks (``hooks.PreToolUse`` / ``PostToolUse`` / ``SessionStart`` /
-``UserPromptSubmit``) and the ``statusLine`` setting. Same safety rules as
+``UserPromptSubmit`` / ``Notification`` / ``SessionEnd``) and the ``statusLine`` setting. Same safety rules as
 autopilot (``settings_file``): atomic, backed up, refused on a file that does
 not parse, undone exactly.
 
@@ -32,6 +32,8 @@ HOOK_EVENTS = {
     "PostToolUse": ("Read|Edit|Write|MultiEdit|NotebookEdit", "post-tool-use"),
     "SessionStart": (None, "session-start"),
     "UserPromptSubmit": (None, "user-prompt-submit"),
+    "Notification": (None, "notification"),  # the cache keeper: Claude Code waits for the person
+    "SessionEnd": (None, "session-end"),  # ... and no more: its keep-alive pings stop
 }
 
 

@@ -25,6 +25,7 @@ BETS_READ = 500  # the most recent bets read: bounds the work at start, not fitt
 # A conversation not heard from for the longest cache TTL (1 h) while the ledger went on has ended
 # for its bets: any request after that would find its cache expired, a break that closes them anyway.
 ENDED_AFTER_S = 3600.0
+_NOT_KEEPER = "COALESCE(endpoint, '') != 'keepalive'"  # (store/keeper_ledger.KEEPALIVE)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def bets(conn: sqlite3.Connection, since: float | None = None, until: float | No
     """The most recent warm cuts (oldest first) with the requests each earned on."""
     if not _has_budget(conn):
         return []
-    where, args = "staked_usd IS NOT NULL AND staked_usd != 0", []
+    # (a keep-alive ping stakes too, ``store/keeper_ledger.py``: not a bet, and no request after one)
+    where, args = f"staked_usd IS NOT NULL AND staked_usd != 0 AND {_NOT_KEEPER}", []
     if since is not None:
         where += " AND ts >= ?"
         args.append(since)
@@ -88,8 +90,9 @@ def bets(conn: sqlite3.Connection, since: float | None = None, until: float | No
     for rid, ts, session, agent, stake, figures in reversed(rows):
         fig = _figures(figures)
         turns_est = int(fig.get("turns_est") or 0)
-        later = conn.execute("""SELECT figures, ts FROM requests
+        later = conn.execute(f"""SELECT figures, ts FROM requests
                                 WHERE session IS ? AND COALESCE(agent, '') = ? AND (ts > ? OR (ts = ? AND id > ?))
+                                      AND {_NOT_KEEPER}
                                 ORDER BY ts, id LIMIT ?""",
                              (session, agent, ts, ts, rid, turns_est + 1 if turns_est > 0 else 1)).fetchall()
         turns, closed = earned_turns(turns_est, (_figures(f).get("break_reason") for f, _ in later))

@@ -356,7 +356,7 @@ class Economist:
         if not candidates:
             plan.reason = f"nothing dead (break {brk.index}: {brk.reason})"
             return plan
-        batch_min = int(self.settings["batch_min_tokens"])
+        batch_min, refused = int(self.settings["batch_min_tokens"]), ""
         free = [c for c in candidates if c.unit_index >= brk.index]
         free_saving = sum(c.saving for c in free)
         plan.figures["free_tokens"] = free_saving
@@ -367,12 +367,11 @@ class Economist:
             warm = pol.warm_plan(shape, brk, candidates, free, batch_min, conv, self.settings, self._rates,
                                  self.history, self.budget)
             conv.dead_seen = packed_ids(c.id for c in candidates)  # kept for turns: packed
-            if warm is not None:
+            if warm is not None and warm.action == "cut":
                 return self._guard(shape, warm, brk)
+            refused = warm.reason if warm is not None else ""  # a cut the budget would not pay for
         if free and free_saving >= batch_min:
-            plan.cut_ids = [c.id for c in free]
-            plan.action = "cut"
-            plan.tokens_cut = free_saving
+            plan.cut_ids, plan.action, plan.tokens_cut = [c.id for c in free], "cut", free_saving
             plan.reason = f"free: break at unit {brk.index} ({brk.reason})"
             plan.figures.update({"tokens_cut": free_saving, "rewrite_tokens": 0, "boundary": "free",
                                  "read_stops_at": brk.index})
@@ -382,6 +381,8 @@ class Economist:
             return self._guard(shape, plan, brk)
         if free:
             plan.reason = f"batch too small: {free_saving} < {batch_min} tokens free (break {brk.index}: {brk.reason})"
+        elif refused:
+            plan.reason = f"{refused} (break {brk.index}: {brk.reason})"
         else:
             plan.reason = f"warm: nothing dead at or after break {brk.index} ({brk.reason})"
         return plan

@@ -122,7 +122,8 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
                  batch_min: int, conv: ConversationState | None, settings: Any,
                  rates_of: Callable[[str], Any], history: History | None = None,
                  only_new: bool = False, budget: RiskBudget | None = None) -> Plan | None:
-    """The best warm cut that repays its rewrite ``payback_factor`` times, or None.
+    """The best warm cut that repays its rewrite ``payback_factor`` times, or None; a plan that cuts
+    nothing (``action`` "unchanged") when one would repay it but the risk budget said no (its reason).
 
     ``only_new``: consider only results that were not dead at the previous decision (cut at death)."""
     warm = [c for c in candidates if c.unit_index < brk.index]
@@ -154,6 +155,7 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
     cap_pct = float(settings["risk_cap_pct"])
     banked, staked, cost = (conv.banked_usd, conv.staked_usd, conv.cost_usd) if conv is not None else (0, 0, 0)
     bank = budget.balance_usd if budget is not None else 0.0
+    refusals: list[str] = []  # why a cut that repays its rewrite was not made (the row's reason)
     for p in sorted({c.unit_index for c in warm}, reverse=True):
         if p < brk.others_index:
             break  # inside a live cache this request does not extend: its re-write has no pin
@@ -186,7 +188,10 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
         later = saving * read * remaining
         if later < factor * extra:
             continue
-        if refusal(budget, extra, staked, banked, cost, cap_pct) is not None:
+        refused = refusal(budget, extra, staked, banked, cost, cap_pct)
+        if refused is not None:
+            if not refusals:  # (the first refused is the smallest cut: the one the note names)
+                refusals.append(f"warm: {saving} dead tokens from unit {p} not cut: {refused}")
             continue  # more than the user's cuts have surely saved, or past this conversation's cap
         net = later - extra
         if best is None or net > best[0]:
@@ -214,4 +219,6 @@ def payback_plan(shape: RequestShape, brk: Break, candidates: Sequence[Candidate
                             "conv_staked_usd": round(staked, 8), "conv_cost_usd": round(cost, 8),
                             "payback_factor": factor, **hz.figures()}
             best = (net, plan)
+    if best is None and refusals:  # a plan that cuts nothing: the economist's free rule still decides
+        return Plan(natural_break=brk, reason=refusals[0])
     return best[1] if best else None

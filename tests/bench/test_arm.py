@@ -94,15 +94,20 @@ def test_a_cut_continues_the_chain_from_where_it_changed_as_a_fresh_build_would(
 
 @pytest.mark.parametrize("pings", [False, True])
 def test_the_bound_on_what_an_arms_entries_hold_holds_after_every_bill(tmp_path, pings):
-    from scalpel_desktop.bench.keepalive import KeepAliveArm
+    from tests.bench.test_keepalive import keeper_arm
 
     seq = read_file(simple_session(tmp_path / "s.jsonl", turns=8, gap_at=5, gap=900.0)).sequences[0]
     sim = SequenceSimulator(seq, PRICES)
-    arm = sim.arm(kind=KeepAliveArm, pings=True) if pings else sim.arm()  # pings bill entries of their own
-    for k in range(len(seq.requests)):
-        arm.step(k)
-        reach = max((e.tokens for e in arm.cache.entries.values()), default=-1)
-        assert reach <= arm._reach[seq.requests[k].model]  # the bound the scan is skipped on holds
+    # the keeper's pings bill entries of their own (a user who comes back after 15 minutes, funded)
+    arm, driver = keeper_arm(seq, sim, returns=(900.0,) * 6) if pings else (sim.arm(), None)
+    try:
+        for k in range(len(seq.requests)):
+            arm.step(k)
+            reach = max((e.tokens for e in arm.cache.entries.values()), default=-1)
+            assert reach <= arm._reach[seq.requests[k].model]  # the bound the scan is skipped on holds
+    finally:
+        if driver is not None:
+            driver.close()
     assert arm.cache.entries
     assert not pings or arm.pings_sent > 0
 

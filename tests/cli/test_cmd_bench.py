@@ -28,8 +28,7 @@ def test_bench_json_and_html_on_a_synthetic_dir(tmp_path, capsys):
     assert set(doc["skipped"]) >= {"too_short", "oversized", "unreadable_lines", "errors"}
     assert set(doc["check"]) >= {"real_cost_usd", "simulated_cost_usd", "error_pct"}
     names = [p["name"] for p in doc["policies"]]
-    assert names == ["off", "cold", "death", "payback", "naive", "first-party", "keepalive", "as-5m",
-                     "as-5m+keepalive"]
+    assert names == ["off", "cold", "death", "payback", "naive", "first-party", "keepalive", "as-5m"]
     for p in doc["policies"]:
         assert set(p) >= {"name", "cost_usd", "saving_usd", "saving_pct", "sessions_worse", "worst_session_pct",
                           "proven_saving_pct", "hinted_saving_pct", "hinted_sessions_worse"}

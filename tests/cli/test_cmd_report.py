@@ -185,3 +185,24 @@ def test_the_report_shows_the_misses_beside_the_savings(capsys, monkeypatch):
         out.split())
     assert main(["report", "--json", "--since", "1m"]) == 0  # the miss is older: none in the window
     assert json.loads(capsys.readouterr().out)["misses"]["count"] == 0
+
+
+def test_the_report_shows_the_cache_keepers_pings_and_the_rewrites_they_avoided(capsys):
+    seed_default_ledger()
+    now = time.time()
+    conn = db.connect()
+    conn.executemany("INSERT INTO requests (ts, session, endpoint, decision, model, cache_read, output_tokens, "
+                     "staked_usd, banked_usd, status) VALUES (?,?,?,?,?,?,?,?,?,200)",
+                     [(now - 1500, "s1", "keepalive", "ping", "claude-sonnet-4-5-20250929", 4000, 1, 0.0012, None),
+                      (now - 1300, "s1", "keepalive", "ping", "claude-sonnet-4-5-20250929", 4000, 1, 0.0012, None),
+                      (now - 1000, "s1", "keepalive", "kept", "claude-sonnet-4-5-20250929", None, None, None, 0.0138)])
+    conn.commit()
+    conn.close()
+    assert main(["report", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["keeper"]["pings"] == 2 and rep["keeper"]["kept"] == 1
+    assert rep["keeper"]["net_usd"] == pytest.approx(0.0138 - 0.0024)
+    assert rep["total"]["requests"] == 4  # the pings are no request of the conversation
+    assert main(["report"]) == 0
+    out = capsys.readouterr().out
+    assert "cache keeper: 2 keep-alive pings cost $0.0024" in out and "1 re-write avoided saved $0.0138" in out

@@ -240,3 +240,24 @@ def test_the_deny_reason_names_the_file_and_the_way_out():
     reason = hook_logic.deny_reason("/p/a.py")
     assert "/p/a.py" in reason and "offset and limit" in reason
     assert json.loads(json.dumps(reason)) == reason
+
+
+def test_the_keeper_events_reach_a_running_proxy_and_need_none():
+    from scalpel_desktop import hooks_entry
+    from scalpel_desktop.config import Config
+    from scalpel_desktop.runtime import Runtime
+
+    started = time.monotonic()
+    assert hooks_entry.run("notification", {"session_id": "s1"}) is None  # no proxy: nothing, at once
+    assert hooks_entry.run("session-end", {}) is None
+    assert time.monotonic() - started < 2
+    rt = Runtime(Config.load(), port=0).start()
+    heard = []
+    rt.register_action("keeper", lambda payload: heard.append(payload) or {"ok": True})
+    try:
+        hook_logic.keeper_event({"session_id": "s1"}, "waiting")
+        hooks_entry.run("session-end", {"session_id": "s1"})
+        hook_logic.keeper_event({"session_id": 7}, "end")  # not a session id: nothing sent
+    finally:
+        rt.stop()
+    assert heard == [{"event": "waiting", "session": "s1"}, {"event": "end", "session": "s1"}]

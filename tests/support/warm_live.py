@@ -86,6 +86,10 @@ def build_ledger(root: Path, turns: int = 55) -> Path:
     ledger folder afterwards, for every proxied run to start from."""
     clock.set_offset(os.environ["SCALPEL_TEST_CLOCK_FILE"], 0)
     wd = prepare_workdir(root / "work" / "saving")
+    notes = wd / "notes.txt"  # large enough that its superseded read, cut at the resume's cold break, saves
+    notes.write_text(notes.read_text() + "".join(
+        f"Background paragraph {i}: the greeting module prints a friendly message to the user.\n"
+        for i in range(160)))
     with running_emulator(claude_code_session(wd)) as emu:
         rt = start_proxy(emu.url)
         try:
@@ -105,6 +109,27 @@ def build_ledger(root: Path, turns: int = 55) -> Path:
     snapshot = root / "ledger-snapshot"
     shutil.copytree(dirs().data, snapshot)
     return snapshot
+
+
+def snapshot_budget(snapshot: Path) -> tuple[float, float]:
+    """(saved, staked) of the risk budget in a ledger snapshot (``build_ledger``): what a proxy
+    starting from it reads at start (``surgery/remaining.own_budget``)."""
+    from scalpel_desktop.store.budget_ledger import risk_budget
+
+    conn = sqlite3.connect(f"file:{snapshot / dirs().database.name}?mode=ro", uri=True)
+    try:
+        return risk_budget(conn)
+    finally:
+        conn.close()
+
+
+def snapshot_rows(snapshot: Path) -> list:
+    """(id, decision, reason, banked_usd) of the saving session's rows in a snapshot (a failure's story)."""
+    conn = sqlite3.connect(f"file:{snapshot / dirs().database.name}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT id, decision, reason, banked_usd FROM requests ORDER BY id LIMIT 40").fetchall()
+    finally:
+        conn.close()
 
 
 def long_run(root: Path, lookback: int, proxied: bool, snapshot: Path, prices: PriceTable,

@@ -180,6 +180,9 @@ def test_the_users_savings_fund_a_bet_in_another_conversation_within_its_cap():
         e.conversations[KEY].cost_usd = cost
         plan = e.decide(_warm(), [Candidate("big", 35, 5000, 20)])
         assert (plan.action == "cut") is cut, (saved_elsewhere, cost)
+        if not cut:  # the row says which limit said no, not that nothing was dead
+            limit = "budget" if saved_elsewhere < extra else "cap"
+            assert plan.reason.startswith("warm: 4980 dead tokens from unit 35 not cut: " + limit), plan.reason
         if cut:
             e.record_sent(_warm(), brk=plan.natural_break, pin_unit=plan.pin_unit, risk_usd=plan.risk_usd)
             assert e.budget.staked_usd == pytest.approx(extra) and e.budget.balance_usd >= 0

@@ -182,3 +182,15 @@ def test_decoded_reads_what_it_can_and_says_none_otherwise():
     assert decoded(b"\x00garbage", "gzip") is None
     assert decoded(body, "gzip, br") is None
     assert decoded(body, "compress") is None
+
+
+def test_the_stop_reason_is_read_from_stream_and_json():
+    stream = sse(("message_start", {"type": "message_start", "message": {"id": "msg_1", "stop_reason": None,
+                                                                       "usage": {"input_tokens": 5}}}),
+                 ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                                    "usage": {"output_tokens": 3}}))
+    for chunk in (0, 7):
+        assert tap_body(stream, "text/event-stream", chunk=chunk).stop_reason == "tool_use"
+    body = json.dumps({"type": "message", "id": "msg_2", "stop_reason": "end_turn", "usage": {"input_tokens": 1}})
+    assert tap_body(body.encode(), "application/json").stop_reason == "end_turn"
+    assert tap_body(b'{"type":"error","error":{"type":"overloaded_error"}}', "application/json").stop_reason == ""
