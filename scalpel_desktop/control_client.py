@@ -1,6 +1,10 @@
 """Talk to a running proxy's control API (the CLI, the tray, the TUI and hooks use it).
 
-Standard library only (urllib): importing this never pulls in aiohttp.
+Standard library only (http.client): importing this never pulls in aiohttp.
+The client closes its connection itself once it has the answer (no
+``Connection: close``), so the short-lived TIME_WAIT stays on the client's
+port, never on the proxy's: a hook calling in just before the proxy stops
+leaves nothing in the way of whatever binds the port next.
 ``ControlClient.discover()`` reads the runtime file (pid, port) and the
 per-install token; it raises ``ProxyNotRunning`` with a message a user can
 act on when there is no proxy (no runtime file, a dead pid, nothing
@@ -14,10 +18,9 @@ Errors::
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import urllib.error
-import urllib.request
 from typing import Any
 
 from scalpel_desktop.errors import ProxyError
@@ -107,31 +110,32 @@ class ControlClient:
     # -- requests --------------------------------------------------------------
     def _call(self, method: str, path: str, payload: dict | None = None, auth: bool = False) -> dict[str, Any]:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
-        req = urllib.request.Request(self.base_url + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json"}
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         if auth:
             if not self.token:
                 raise ControlError(f"no control token in {dirs().token_file}; restart scalpel to create one")
-            req.add_header("Authorization", f"Bearer {self.token}")
-        # Never route loopback control calls through an environment proxy.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            headers["Authorization"] = f"Bearer {self.token}"
+        # A direct connection: loopback control calls never go through an environment proxy.
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
-            with opener.open(req, timeout=self.timeout) as resp:
-                body = resp.read()
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                msg = json.loads(raw).get("error") or raw.decode("utf-8", "replace")
-            except (ValueError, AttributeError):
-                msg = raw.decode("utf-8", "replace")[:300]
-            raise ControlError(f"{path}: HTTP {e.code}: {msg}", status=e.code) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-            reason = getattr(e, "reason", e)
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            body, status = resp.read(), resp.status
+        except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
             raise ProxyNotRunning(
-                f"scalpel is not answering on 127.0.0.1:{self.port} ({reason}); start it with `scalpel start`"
+                f"scalpel is not answering on {self.host}:{self.port} ({e or type(e).__name__}); "
+                "start it with `scalpel start`"
             ) from None
+        finally:
+            conn.close()
+        if status >= 400:
+            try:
+                msg = json.loads(body).get("error") or body.decode("utf-8", "replace")
+            except (ValueError, AttributeError):
+                msg = body.decode("utf-8", "replace")[:300]
+            raise ControlError(f"{path}: HTTP {status}: {msg}", status=status)
         try:
             out = json.loads(body) if body else {}
         except ValueError:

@@ -16,7 +16,7 @@ from tests.support import REPO, run_cli as run
 
 FIXTURES = REPO / "tests" / "service" / "fixtures"
 MINE = b'{\n  "model": "opus",\n  "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g"}]}]}\n}'
-EVENTS = ("PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit")
+EVENTS = ("PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit", "Notification", "SessionEnd")
 
 
 def test_install_status_uninstall_text_and_json(capsys):
