@@ -37,3 +37,18 @@ def write_atomic(path: str | os.PathLike, data: bytes, *, mode: int = 0o600, fsy
         except OSError:
             pass
         raise
+
+
+def fsync_dir(directory: str | os.PathLike) -> None:
+    """Make a file's creation or removal in ``directory`` durable (POSIX); a no-op where directories
+    cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

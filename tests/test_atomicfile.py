@@ -27,3 +27,12 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         write_atomic(target, b"new")
     assert target.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["f"]
+
+
+def test_fsync_dir_makes_a_creation_durable_and_a_missing_folder_is_a_no_op(tmp_path):
+    from scalpel_desktop.atomicfile import fsync_dir
+
+    (tmp_path / "f").write_bytes(b"x")
+    fsync_dir(tmp_path)  # (durability is not observable here: it must not raise)
+    fsync_dir(tmp_path / "gone")
+    assert (tmp_path / "f").read_bytes() == b"x"

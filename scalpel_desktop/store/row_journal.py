@@ -40,6 +40,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from scalpel_desktop.atomicfile import fsync_dir
+
 MAX_BYTES = 64 * 1024 * 1024
 SUFFIX = "-rows.jsonl"
 TAKEN = ".replaying"
@@ -91,7 +93,7 @@ class RowJournal:
             finally:
                 os.close(fd)
             if created:
-                _fsync_dir(self.path.parent)
+                fsync_dir(self.path.parent)
         except OSError as e:
             self.last_error = f"{type(e).__name__}: {e}"
             return False
@@ -136,7 +138,7 @@ class RowJournal:
             self.taken_path.unlink()
         except FileNotFoundError:
             pass
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         with self._lock:
             self._rows = max(0, self._rows - self._taken_lines)
         self._taken_lines = 0
@@ -162,17 +164,3 @@ def _row(line: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return row if isinstance(row, dict) and isinstance(row.get("uid"), str) else None
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a file's creation or removal durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

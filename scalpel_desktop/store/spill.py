@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
+from scalpel_desktop.atomicfile import fsync_dir
 from scalpel_desktop.paths import ensure_private_dir
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -137,7 +138,7 @@ class SpillStore:
             _unlink(Path(item.tmp))
             out[item.index] = SpillError(f"cannot write spill file {item.target}: {item.error}")
         if self.durable and subs:
-            _each(_fsync_dir, sorted(subs))
+            _each(fsync_dir, sorted(subs))
         for i, got in enumerate(out):  # a repeat shares its first occurrence's outcome
             if isinstance(got, str) and batch[got] != i:
                 out[i] = out[batch[got]]
@@ -246,19 +247,6 @@ def _unlink(path: Path) -> bool:
         return True
     except FileNotFoundError:
         return False
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _fsync_fd(fd: int) -> OSError | None:
