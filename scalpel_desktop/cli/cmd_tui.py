@@ -1,4 +1,4 @@
-"""``scalpel tui``: the Textual dashboard (sessions, savings, decisions, tools, settings)."""
+"""``scalpel tui``: the Textual dashboard (sessions, savings, decisions, tools, settings, usage, misses)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ DESCRIPTION = (
     "Open the dashboard in this terminal: live sessions (context size and its share of the model's window, "
     "cache share, turns, last decision), realized savings today / 7 days / 30 days with a chart, the decisions "
     "log (every cut, why, its size and spill file), the tool inventory with suggestions and a remove/restore "
-    "toggle per name, and the settings (pause, tier, policy). It reads the ledger and, while the proxy runs, "
-    "refreshes live; toggles act through the running proxy and are disabled (with the reason) when none runs. "
-    "Keys: 1-5 switch tabs, r refreshes, q quits."
+    "toggle per name, the settings (pause, tier, policy), usage and cost per day, month and 5-hour block, and "
+    "the cache misses by cause and by session (p: today / 7 days / 30 days). It reads the ledger and, while "
+    "the proxy runs, refreshes live; toggles act through the running proxy and are disabled (with the reason) "
+    "when none runs. Keys: 1-7 switch tabs, r refreshes, q quits."
 )
 
 

@@ -107,6 +107,8 @@ class TrayLink:
             snap.setdefault("running", True)
         # "Today" (requests_today, saved_*_today) is in the snapshot: the proxy's status reads it
         # from the ledger since local midnight (store.ledger_queries.today_savings).
+        if "miss_usd_today" not in snap:  # a proxy whose status has no misses: read them here
+            snap.update(misses_today())
         return snap
 
     def set_settings(self, values: dict[str, Any]) -> Any:
@@ -150,6 +152,17 @@ class TrayLink:
                 log.warning("Claude Code's settings pointed at a proxy nobody serves; restored them")
         except Exception:  # noqa: BLE001
             log.exception("could not check Claude Code's settings on quit")
+
+
+def misses_today(db=None, now: float | None = None) -> dict[str, Any]:
+    """Today's cache misses for the tooltip: ``{"misses_today", "miss_usd_today"}`` from the ledger
+    (store/misses.py), both None when it cannot be read; a short SQLite timeout. On the caller's
+    thread: the refresher and the command worker call ``status()`` (and ``TrayApp`` once before the
+    icon shows), never a menu callback on the GUI thread."""
+    from scalpel_desktop.store.misses import today_misses_or_unknown
+
+    got, _why = today_misses_or_unknown(db, now)
+    return {"misses_today": got[0] if got else None, "miss_usd_today": got[1] if got else None}
 
 
 def _default_runtime():

@@ -87,6 +87,8 @@ class Dispatcher:
         s.requests_today = _or_none(int, snap.get("requests_today"))
         s.saved_tokens_today = _or_none(int, snap.get("saved_tokens_today"))
         s.saved_usd_today = _or_none(float, snap.get("saved_usd_today"))
+        s.misses_today = _or_none(int, snap.get("misses_today"))  # TrayLink.status: store/misses.py
+        s.miss_usd_today = _or_none(float, snap.get("miss_usd_today"))
         s.problems = [(str(d.get("label") or d.get("code")), str(d.get("reason") or ""))
                       for d in snap.get("degraded") or [] if isinstance(d, dict) and d.get("severity") in ("fail", "warn")]
         state = snap.get("state")

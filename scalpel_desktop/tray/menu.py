@@ -39,6 +39,8 @@ class TrayState:
     saved_tokens_today: int | None = 0  # these three: None when the proxy could not read the ledger
     saved_usd_today: float | None = 0.0
     requests_today: int | None = 0
+    misses_today: int | None = 0  # today's cache misses and their cost; None: unknown (ledger unreadable)
+    miss_usd_today: float | None = 0.0
     message: str = ""  # last error from the dispatcher, shown in the status line
     #: The proxy's own degraded states that need a look (status ``degraded``, fail and warn only:
     #: a pause or ``policy off`` is the user's choice and shows as such), as (label, reason).
@@ -70,9 +72,16 @@ class TrayState:
         what = "paused" if self.paused else "active"
         requests = "unknown" if self.requests_today is None else f"{self.requests_today:,}"
         tip = f"scalpel-desktop ({what}): saved {self.saved_today()} today, {requests} requests"
+        if self.misses_today and self.miss_usd_today is not None:  # only when there were misses
+            tip += f"; misses today {_usd(self.miss_usd_today)}"
         if self.problems:
             tip += f"; DEGRADED: {', '.join(label for label, _ in self.problems)}"
         return tip
+
+
+def _usd(x: float) -> str:
+    """$0.42; below half a cent four decimals ($0.0031), so a miss never reads as $0.00."""
+    return f"${x:.4f}" if 0 < abs(x) < 0.005 else f"${x:,.2f}"
 
 
 @dataclass(frozen=True)

@@ -24,18 +24,19 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane, Tabs
 
 from scalpel_desktop.tui import data, inventory
 from scalpel_desktop.tui.messages import (
-    ActionDone, ControlRequested, DecisionsLoaded, LedgerReadable, LoadFailed, ProxyPolled, ReloadRequested,
-    SavingsLoaded, SessionsLoaded, ToolsLoaded, UsageLoaded,
+    ActionDone, ControlRequested, DecisionsLoaded, LedgerReadable, LoadFailed, MissesLoaded, ProxyPolled,
+    ReloadRequested, SavingsLoaded, SessionsLoaded, ToolsLoaded, UsageLoaded,
 )
 from scalpel_desktop.tui.notice import notice
 from scalpel_desktop.tui.proxy import ProxyLink, ProxyState, saved_settings
 from scalpel_desktop.tui.screens.decisions import DecisionsView
+from scalpel_desktop.tui.screens.misses import MissesView
 from scalpel_desktop.tui.screens.savings import SavingsView
 from scalpel_desktop.tui.screens.sessions import SessionsView
 from scalpel_desktop.tui.screens.settings import SettingsView
 from scalpel_desktop.tui.screens.tools import ToolsView
 from scalpel_desktop.tui.screens.usage import UsageView
-from scalpel_desktop.tui.views_data import UsageData
+from scalpel_desktop.tui.views_data import MissesData, UsageData
 
 PANES = (
     ("sessions", "Sessions", SessionsView),
@@ -44,8 +45,9 @@ PANES = (
     ("tools", "Tools", ToolsView),
     ("settings", "Settings", SettingsView),
     ("usage", "Usage", UsageView),
+    ("misses", "Misses", MissesView),
 )
-LEDGER_PANES = ("sessions", "savings", "decisions", "tools", "usage")
+LEDGER_PANES = ("sessions", "savings", "decisions", "tools", "usage", "misses")
 
 
 class Dashboard(App):
@@ -170,6 +172,10 @@ class Dashboard(App):
             from scalpel_desktop.tui.views_data import load_usage
 
             return UsageLoaded(load_usage(conn, now, prices=self._price_table()))
+        if pane == "misses":
+            from scalpel_desktop.tui.views_data import load_misses
+
+            return MissesLoaded(load_misses(conn, now, prices=self._price_table()))
         if pane == "savings":
             return SavingsLoaded(data.load_savings(conn, now, prices=self._price_table()))
         if pane == "decisions":
@@ -189,7 +195,8 @@ class Dashboard(App):
                 "savings": lambda: SavingsLoaded(data.SavingsData(now, missing=why)),
                 "decisions": lambda: DecisionsLoaded(data.DecisionsData(now, missing=why)),
                 "tools": lambda: ToolsLoaded(inventory.ToolsData(now, self._tool_filter(), missing=why)),
-                "usage": lambda: UsageLoaded(UsageData(now, missing=why))}[pane]()
+                "usage": lambda: UsageLoaded(UsageData(now, missing=why)),
+                "misses": lambda: MissesLoaded(MissesData(now, missing=why))}[pane]()
 
     def _tool_filter(self) -> bool:
         state = self.proxy_state
@@ -243,6 +250,10 @@ class Dashboard(App):
     def on_usage_loaded(self, message: UsageLoaded) -> None:
         if not self._gone():
             self.view("usage").show(message.data)
+
+    def on_misses_loaded(self, message: MissesLoaded) -> None:
+        if not self._gone():
+            self.view("misses").show(message.data)
 
     def on_load_failed(self, message: LoadFailed) -> None:
         """One notice that stays while the ledger cannot be read (not a toast per refresh); the pane

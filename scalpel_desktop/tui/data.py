@@ -22,6 +22,8 @@ Definitions the screens rely on (docs/dashboard.md repeats them):
   from the ledger's ``realized_*`` columns only; projected estimates are kept
   apart. "Saved today" on the sessions tab is ``ledger_queries.today_savings``,
   the same query as the tray's, the statusline's and ``scalpel status``'s.
+* a session's *misses* are its cache misses (``store/misses.py``) and what
+  they cost, over all its requests, like its cost.
 
 The tool inventory is read through the tools package's own readers
 (``tui/inventory.py``), which hold that SQL.
@@ -43,6 +45,7 @@ from scalpel_desktop.store import ledger_queries as q
 from scalpel_desktop.store import ledger_reports as reports
 from scalpel_desktop.store import ledger_views as v
 from scalpel_desktop.store.ledger_queries import CONVERSATION_ENDPOINTS, tables  # noqa: F401 - re-exported
+from scalpel_desktop.store.misses import miss_cost_by_session
 
 LISTED_S = 24 * 3600.0
 ACTIVE_S = 300.0
@@ -98,6 +101,8 @@ class SessionRow:
     project: str = ""  # the working directory Claude Code stated (~/...), "" when unknown
     title: str = ""  # Claude Code's own title from the transcript on disk, "" when none
     cost_usd: float | None = None  # what the session's requests with usage counts cost
+    misses: int = 0  # its cache misses (store/misses.py) and what they cost
+    miss_usd: float = 0.0
 
     @property
     def name(self) -> str:
@@ -143,7 +148,9 @@ def load_sessions(conn: sqlite3.Connection, now: float, prices: Any = None,
     projects = v.session_projects(conn, listed)
     named = titles.titles(listed, transcripts)
     costs = views_data.session_costs(conn, listed, now, prices or PriceTable.load())
-    rows = [_session_row(f, now, projects.get(f.session, ""), named.get(f.session, ""), costs.get(f.session))
+    missed = miss_cost_by_session(conn, sessions=listed, until=now)
+    rows = [_session_row(f, now, projects.get(f.session, ""), named.get(f.session, ""), costs.get(f.session),
+                         missed.get(f.session, (0, 0.0)))
             for f in (q.session_figures(conn, s, now, RECENT_USAGE) for s in listed) if f]
     contexts = {r.session: views_data.context_breakdown(conn, r.session, now) for r in rows}
     return SessionsData(now, rows, today.requests, today.tokens, today.usd, side_calls_today=today.side_calls,
@@ -151,14 +158,14 @@ def load_sessions(conn: sqlite3.Connection, now: float, prices: Any = None,
 
 
 def _session_row(f: q.SessionFigures, now: float, project: str = "", title: str = "",
-                 cost: float | None = None) -> SessionRow:
+                 cost: float | None = None, missed: tuple[int, float] = (0, 0.0)) -> SessionRow:
     return SessionRow(
         session=f.session, model=f.model, context_tokens=f.context_tokens, context_source=f.context_source,
         window=_window(f.model, f.context_tokens), cache_share=f.cache_share, cache_requests=f.cache_requests,
         turns=f.turns, subagent_requests=f.subagent_requests, last_ts=f.last_ts,
         last_decision=f.last_decision, last_reason=f.last_reason, realized_tokens=f.realized_tokens,
         realized_usd=f.realized_usd, active=now - f.last_ts < ACTIVE_S, project=project, title=title,
-        cost_usd=cost,
+        cost_usd=cost, misses=missed[0], miss_usd=missed[1],
     )
 
 

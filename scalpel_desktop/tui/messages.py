@@ -16,7 +16,7 @@ from textual.message import Message
 from scalpel_desktop.tui.data import DecisionsData, SavingsData, SessionsData
 from scalpel_desktop.tui.inventory import ToolsData
 from scalpel_desktop.tui.proxy import ActionResult, ProxyState
-from scalpel_desktop.tui.views_data import UsageData
+from scalpel_desktop.tui.views_data import MissesData, UsageData
 
 
 @dataclass
@@ -67,6 +67,14 @@ class UsageLoaded(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, UsageLoaded)
+
+
+@dataclass
+class MissesLoaded(Message):
+    data: MissesData
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, MissesLoaded)
 
 
 @dataclass

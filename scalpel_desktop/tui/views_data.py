@@ -17,6 +17,12 @@ main-agent request:
 * dead weight still carried is the dead tool output the surgery found but did
   not cut (an estimate, part of the tool results, scaled the same way);
 * free space is the model's context window less the measured total.
+
+The cache misses (``store/misses.py`` reads and groups them) over today, the
+last 7 and the last 30 local days, as ``scalpel misses`` counts them: by
+cause, and by session with its main cause (the one that cost it most); each
+period beside its bill (the usage counts of its requests at the price table,
+as the Usage tab prices them), so a miss cost reads as a share of it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from scalpel_desktop.accounting import usage_views as uv
 from scalpel_desktop.accounting.windows import context_window
 from scalpel_desktop.store import ledger_queries as q
 from scalpel_desktop.store import ledger_views as v
+from scalpel_desktop.store import misses as m
 
 REGION_LABELS = (("system", "System prompt"), ("tools", "Tools"), ("mcp_tools", "MCP tools"),
                  ("messages", "Messages"), ("tool_results", "Tool results"))
@@ -136,3 +143,64 @@ def project_name(path: str) -> str:
     """The last component of a project path (``~/work/scalpel`` -> ``scalpel``)."""
     p = path.rstrip("/")
     return p.rsplit("/", 1)[-1] or p
+
+
+# -- cache misses ----------------------------------------------------------------------
+
+MISS_PERIODS = (("Today", 1), ("7 days", 7), ("30 days", 30))
+MISS_DEFAULT_PERIOD = 1  # 7 days, like ``scalpel misses``
+
+
+@dataclass(frozen=True)
+class MissPeriod:
+    label: str
+    since: float  # local midnight the period starts at
+    count: int = 0
+    tokens_rewritten: int = 0
+    cost_usd: float = 0.0
+    bill_usd: float = 0.0  # what the period's requests with usage counts cost
+    causes: tuple[m.CauseFigures, ...] = ()  # CAUSES order
+    sessions: tuple[m.SessionMisses, ...] = ()  # the costliest first
+
+    @property
+    def bill_share(self) -> float | None:
+        """The misses' cost as a share of the bill (None without a bill)."""
+        return self.cost_usd / self.bill_usd if self.bill_usd > 0 else None
+
+    def share(self, cost_usd: float) -> float | None:
+        """``cost_usd`` as a share of the period's miss cost."""
+        return cost_usd / self.cost_usd if self.cost_usd > 0 else None
+
+
+@dataclass(frozen=True)
+class MissesData:
+    now: float
+    periods: tuple[MissPeriod, ...] = ()  # MISS_PERIODS
+    names: Names = field(default_factory=Names)
+    missing: str = ""
+
+
+def load_misses(conn: sqlite3.Connection, now: float, prices: Any = None,
+                transcripts: list | None = None) -> MissesData:
+    """Every period's misses; ``transcripts``: where Claude Code's transcripts are (session titles)."""
+    from scalpel_desktop import clock
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.tui import titles
+
+    if not q.has_requests(conn):
+        return MissesData(now, missing="the ledger has no requests table yet")
+    prices = prices or PriceTable.load()
+    starts = clock.day_starts(now, MISS_PERIODS[-1][1])
+    rows = [x for x in m.misses_since(conn, starts[0]) if x.ts <= now]
+    usage = v.usage_rows(conn, starts[0], now)
+    periods = []
+    for label, days in MISS_PERIODS:
+        since = starts[-days]
+        these = [x for x in rows if x.ts >= since]
+        bill = sum(t.cost_usd for t in uv.by_session([r for r in usage if r[0] >= since], prices).values())
+        periods.append(MissPeriod(label, since, len(these), sum(x.tokens_rewritten for x in these),
+                                  sum(x.cost_usd for x in these), bill, tuple(m.by_cause(these)),
+                                  tuple(m.by_session(these))))
+    sessions = sorted({x.session for x in rows})
+    names = Names(v.session_projects(conn, sessions), titles.titles(sessions, transcripts))
+    return MissesData(now, tuple(periods), names)

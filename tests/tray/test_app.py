@@ -207,3 +207,62 @@ def test_an_attached_tray_shows_the_same_figures(isolated_home):
         _shown_equal_the_readers(link)
     finally:
         rt.stop()
+
+
+def _seed_misses_today_and_yesterday() -> list[dict]:
+    """Cache misses through the real writer: two today, one yesterday (not today's)."""
+    from scalpel_desktop import clock
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.store.ledger import LedgerWriter
+
+    now = clock.now()
+    rows = [{"ts": now - 120, "session": "s", "endpoint": "messages", "status": 200, "miss_cause": "ttl-expired",
+             "miss_tokens": 40_000, "miss_usd": 0.138},
+            {"ts": now - 60, "session": "t", "endpoint": "messages", "status": 200, "miss_cause": "tools-changed",
+             "miss_tokens": 9_000, "miss_usd": 0.03105},
+            {"ts": clock.start_of_today(now) - 5, "session": "s", "endpoint": "messages", "status": 200,
+             "miss_cause": "ttl-expired", "miss_tokens": 90_000, "miss_usd": 3.5}]
+    w = LedgerWriter(dirs().database)
+    for r in rows:
+        w.submit(r)
+    assert w.flush(timeout=30)
+    w.close()
+    return [r for r in rows if r["ts"] >= clock.start_of_today(now)]
+
+
+def test_the_tooltip_gives_todays_miss_cost_from_the_ledger(own_runtime_link):
+    from scalpel_desktop.tray.dispatcher import Dispatcher
+
+    link = own_runtime_link
+    assert link.attach_or_start() == "owned"
+    d = Dispatcher(link, on_quit=lambda: None)
+    assert "miss" not in d.refresh().tooltip()  # no miss yet: the tooltip stays as it was
+    today = _seed_misses_today_and_yesterday()
+    state = d.refresh()
+    assert state.misses_today == len(today) and abs(state.miss_usd_today - sum(r["miss_usd"] for r in today)) < 1e-9
+    assert state.tooltip().endswith(f"; misses today ${sum(r['miss_usd'] for r in today):,.2f}")
+
+
+def test_misses_today_is_unknown_not_zero_when_the_ledger_cannot_be_read(isolated_home):
+    from scalpel_desktop.paths import dirs
+    from scalpel_desktop.tray.app import misses_today
+
+    assert misses_today() == {"misses_today": 0, "miss_usd_today": 0.0}  # no ledger yet: none today
+    dirs().database.parent.mkdir(parents=True, exist_ok=True)
+    dirs().database.write_bytes(b"not a database" * 500)
+    assert misses_today() == {"misses_today": None, "miss_usd_today": None}
+
+
+def test_a_proxy_that_reports_misses_itself_is_not_second_guessed(isolated_home):
+    from scalpel_desktop.tray.app import TrayLink
+
+    _seed_misses_today_and_yesterday()
+    link = TrayLink()
+
+    class Client:
+        def status(self):
+            return {"port": 1, "misses_today": 9, "miss_usd_today": 1.5}
+
+    link._client = lambda: Client()
+    snap = link.status()
+    assert (snap["misses_today"], snap["miss_usd_today"]) == (9, 1.5)

@@ -65,6 +65,20 @@ def test_tooltip_gives_todays_savings():
     assert TrayState().tooltip() == "scalpel-desktop: proxy off"
 
 
+def test_the_tooltip_gives_todays_miss_cost_only_when_there_were_misses():
+    base = dict(running=True, saved_tokens_today=1200, saved_usd_today=0.05, requests_today=7)
+    none = TrayState(**base, misses_today=0, miss_usd_today=0.0)
+    assert "miss" not in none.tooltip()
+    assert TrayState(**base, misses_today=None, miss_usd_today=None).tooltip() == none.tooltip()  # unknown: quiet
+    some = TrayState(**base, misses_today=3, miss_usd_today=0.4249)
+    assert some.tooltip() == none.tooltip() + "; misses today $0.42"
+    assert TrayState(**base, misses_today=1, miss_usd_today=0.0031).tooltip().endswith("; misses today $0.0031")
+    assert len(some.tooltip()) <= 127  # Windows keeps 127 characters of a tray tooltip
+    assert "miss" not in TrayState(misses_today=3, miss_usd_today=0.42).tooltip()  # proxy off: nothing of today
+    some.problems = [("recording off", "why")]
+    assert some.tooltip().endswith("; misses today $0.42; DEGRADED: recording off")
+
+
 def test_a_degraded_proxy_gets_a_menu_line_and_says_so_in_the_tooltip():
     state = TrayState(running=True, port=4242, icon="error", saved_tokens_today=None, saved_usd_today=None,
                       requests_today=None, problems=[("recording off", "why"), ("surgery off", "why")])

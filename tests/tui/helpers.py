@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Static
 
 from tests.tui.seed import Seed
 
-PANES = ("sessions", "savings", "decisions", "tools", "settings", "usage")
+PANES = ("sessions", "savings", "decisions", "tools", "settings", "usage", "misses")
 CONVERSATION = ("messages", "chat", "responses")
 
 
@@ -91,6 +91,44 @@ def expected_realized(seed: Seed, days: int) -> tuple[int, float]:
     start = period_start(seed.now, days)
     rows = [r for r in seed.requests if start <= r["ts"] <= seed.now]
     return (sum(r["realized_tokens"] or 0 for r in rows), sum(r["realized_usd"] or 0.0 for r in rows))
+
+
+def expected_misses(seed: Seed, days: int) -> dict[str, Any]:
+    """The misses of the last ``days`` local days from the seeded rows alone: totals, by cause
+    ({cause: (count, tokens, cost)}) and by session ({session: (count, cost, main cause)}), and the
+    period's bill (its requests' usage counts at the price table)."""
+    from scalpel_desktop.accounting.prices import PriceTable
+    from scalpel_desktop.wire.usage import Usage
+
+    start = period_start(seed.now, days)
+    rows = [r for r in seed.requests if r.get("miss_cause") and start <= r["ts"] <= seed.now]
+    causes: dict[str, list] = {}
+    sessions: dict[str, dict[str, list]] = {}
+    for r in rows:
+        causes.setdefault(r["miss_cause"], []).append(r)
+        sessions.setdefault(r["session"], {}).setdefault(r["miss_cause"], []).append(r)
+    by_cause = {c: (len(rs), sum(r["miss_tokens"] for r in rs), sum(r["miss_usd"] for r in rs))
+                for c, rs in causes.items()}
+    by_session = {}
+    for s, per in sessions.items():
+        main = max(per, key=lambda c: (sum(r["miss_usd"] for r in per[c]), len(per[c])))
+        by_session[s] = (sum(len(rs) for rs in per.values()), sum(r["miss_usd"] for rs in per.values() for r in rs),
+                         main)
+    prices = PriceTable.load()
+    bill = sum(prices.rates(r["model"]).cost(Usage(r["input_tokens"] or 0, r["cache_write_5m"] or 0,
+                                                   r["cache_write_1h"] or 0, r["cache_read"] or 0,
+                                                   r["output_tokens"] or 0))
+               for r in seed.requests if r["endpoint"] in CONVERSATION and start <= r["ts"] <= seed.now
+               and any(r[k] is not None for k in ("input_tokens", "cache_read", "output_tokens")))
+    return {"count": len(rows), "tokens": sum(r["miss_tokens"] for r in rows),
+            "cost": sum(r["miss_usd"] for r in rows), "by_cause": by_cause, "by_session": by_session,
+            "bill": bill}
+
+
+def session_miss_cost(seed: Seed, session: str) -> tuple[int, float]:
+    """(misses, their cost) of every seeded request of ``session`` up to the seed's now."""
+    rows = [r for r in seed.requests if r["session"] == session and r.get("miss_cause") and r["ts"] <= seed.now]
+    return len(rows), sum(r["miss_usd"] for r in rows)
 
 
 # -- a bare app around one view or widget, for a module's own pilot tests ---------------------

@@ -7,7 +7,8 @@ request, a tool filter on every request of a session that started with it,
 combined as ``cut+replayed+filtered``), with realized savings and their
 provenance; the surgery log with spill files
 (one of them gone); a tool inventory with calls, a removal list and filter
-savings. Deterministic (a seeded RNG, a frozen ``NOW``), and returns every
+savings; cache misses of every kind on some main-agent requests, some with
+the provider's own reason. Deterministic (a seeded RNG, a frozen ``NOW``), and returns every
 row it wrote so tests compute expected figures on their own.
 """
 
@@ -90,6 +91,7 @@ def seed_ledger(now: float = NOW, *, rng_seed: int = 7) -> Seed:
                           filtered=i % 3 == 1)
     for row in seed.requests:  # what a real run records: changed exactly when the bytes differ
         assert (row["body_bytes"] != row["sent_bytes"]) == is_change(row["decision"]), row
+    _misses(seed, random.Random(rng_seed + 1))  # its own RNG: the rows above stay as they were
     writer = LedgerWriter(dirs().database)
     for row in seed.requests:
         assert writer.submit(row)
@@ -198,6 +200,40 @@ def _session_requests(seed: Seed, rng: random.Random, session: str, model: str, 
             seed.requests.append({**seed.requests[-1], "ts": ts + 2, "agent": None, "endpoint": "count_tokens",
                                   "input_tokens": None, "cache_read": None, "cache_write_5m": None,
                                   "cache_write_1h": None, "output_tokens": None, "reason": ""})
+
+
+# (cause, its detail, the provider's reason when the request asked): what pipeline/miss_watch.py and
+# proxy/diagnostics.py record. TTL expiries are the most common, as in real transcripts.
+MISS_KINDS = (
+    ("ttl-expired", {"gap_s": 412.0, "ttl": "5m"}, None),
+    ("ttl-expired", {"gap_s": 3900.0, "ttl": "1h"}, "previous_message_not_found"),
+    ("ttl-expired", {"gap_s": 655.5, "ttl": "5m"}, None),
+    ("model-switch", {"from": "claude-haiku-4-5-20251001"}, "model_changed"),
+    ("tools-changed", {"added": ["mcp__github__create_issue"], "removed": []}, "tools_changed"),
+    ("client-rewrite", {"break": 12}, "messages_changed"),
+    ("settings-changed", {"fields": ["thinking"]}, None),
+    ("unexplained", {}, "unavailable"),
+)
+MISS_RATE = {"claude-sonnet-4-5-20250929": 3e-6, "claude-opus-4-1-20250805": 15e-6}
+
+
+def _misses(seed: Seed, rng: random.Random) -> None:
+    """A cache miss on every 6th main-agent request that read the cache: its cause, tokens
+    re-written and their cost (tokens x (5m write - read) at the model's input price)."""
+    import json
+
+    n = 0
+    for row in seed.requests:
+        if row["agent"] or row["endpoint"] != "messages" or row["error"] or not row["cache_read"]:
+            continue
+        n += 1
+        if n % 6 != 2:
+            continue
+        cause, detail, provider = MISS_KINDS[rng.randrange(len(MISS_KINDS))]
+        tokens = rng.randint(4_000, 40_000)
+        row.update({"miss_cause": cause, "miss_tokens": tokens,
+                    "miss_usd": round(tokens * MISS_RATE.get(row["model"], 1e-6) * (1.25 - 0.1), 6),
+                    "miss_detail": json.dumps(detail), "provider_miss_reason": provider})
 
 
 def _surgery_log(seed: Seed, rng: random.Random) -> None:

@@ -31,7 +31,9 @@ from scalpel_desktop.tui.app import make_app
 from tests.support import REPO, require
 from tests.tui.conftest import frozen
 from scalpel_desktop.tui import format as fmt
-from tests.tui.helpers import PANES, expected_session, listed_sessions, settle
+from tests.tui.helpers import (
+    PANES, expected_misses, expected_session, listed_sessions, session_miss_cost, settle,
+)
 from tests.tui.seed import NOW
 
 SIZES = ((80, 24), (100, 30), (120, 40))
@@ -89,9 +91,12 @@ def test_real_dashboard_in_tmux(size, seeded, tmp_path, monkeypatch):
         # the savings column is on screen, with each session's figure on its row (120x40 once hid it)
         header = next(ln for ln in lines if "Session" in ln and "Cost" in ln)
         assert "Saved" in header, shown
+        assert "Misses" in header.split(), shown  # whole, right of the saving (80x24 once cut it to "Mi")
         for s in listed:
             row = next(ln for ln in lines if s[:8] in ln)
             assert fmt.tokens(expected_session(seeded, s)["realized"]) in row.split(), row
+            n, miss_usd = session_miss_cost(seeded, s)
+            assert (fmt.usd(miss_usd) if n else "—") in row.split(), row
         tmux.run("send-keys", "-t", "t", str(PANES.index("decisions") + 1))
 
         def decision_rows(shown: str) -> tuple[int, int]:
@@ -113,6 +118,15 @@ def test_real_dashboard_in_tmux(size, seeded, tmp_path, monkeypatch):
         tmux.run("send-keys", "-t", "t", str(PANES.index("usage") + 1))
         shown = tmux.wait_for("Cost per day")
         assert "Active block" in shown or "No active 5-hour block" in shown
+        tmux.run("send-keys", "-t", "t", str(PANES.index("misses") + 1))
+        shown = tmux.wait_for("By session (")
+        assert all(len(ln) <= width for ln in shown.splitlines())
+        want = expected_misses(seeded, 7)
+        for cause, (count, tokens, cost) in want["by_cause"].items():  # every cause on screen, whole
+            row = next(ln for ln in shown.splitlines() if ln.split()[:1] == [cause])
+            assert row.split()[1:4] == [f"{count:,}", fmt.tokens(tokens), fmt.usd(cost)], row
+        top = max(want["by_session"], key=lambda s: want["by_session"][s][1])
+        assert top[:8] in shown and fmt.usd(want["by_session"][top][1]) in shown
         tmux.run("send-keys", "-t", "t", "q")
     finally:
         tmux.close()
@@ -125,7 +139,8 @@ async def test_wide_tables_scroll_to_their_last_column(size, seeded):
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         for pane, table_id in (("sessions", "#sessions-table"), ("tools", "#tools-table"),
-                               ("decisions", "#decisions-table"), ("usage", "#usage-daily")):
+                               ("decisions", "#decisions-table"), ("usage", "#usage-daily"),
+                               ("misses", "#misses-sessions")):
             await pilot.press(str(PANES.index(pane) + 1))
             await settle(pilot)
             table = app.query_one(table_id, DataTable)

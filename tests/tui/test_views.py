@@ -12,6 +12,7 @@ from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.app import make_app
+from scalpel_desktop.tui.screens.sessions import TITLE_CELL
 from tests.tui.conftest import frozen
 from tests.tui.helpers import CONVERSATION, PANES, listed_sessions, prompt_of, row_text, settle
 from tests.tui.seed import NOW
@@ -40,7 +41,7 @@ async def test_sessions_named_by_project_and_title_with_their_cost(seeded):
             cells = row_text(app, "#sessions-table", session)
             project = info["project"]
             assert cells[0].endswith(project.rsplit("/", 1)[-1] if project else "?")
-            assert cells[2] == info.get("title", "—")
+            assert cells[2] == (fmt.clip(info["title"], TITLE_CELL) if "title" in info else "—")
             assert session.startswith(cells[1]) and len(cells[1]) >= 8
             cost = sum(_cost(r, prices) for r in seeded.requests
                        if r["session"] == session and _with_usage(r) and r["ts"] <= NOW)

@@ -1,5 +1,6 @@
-"""Live sessions by project and title: context now and as a share of the window, cost, cache share,
-turns, last decision; and the highlighted session's context breakdown (like ``/context``)."""
+"""Live sessions by project and title: context now and as a share of the window, cost, what cache
+misses cost it, cache share, turns, last decision; and the highlighted session's context breakdown
+(like ``/context``)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
 from scalpel_desktop.tui.widgets.context_bars import ContextBars
 
 # What a session cost and what scalpel saved it sit side by side, before the wide columns, so the
-# saving is on screen from 80 columns up (at its old place, last, it was off screen even at 120).
+# saving is on screen from 80 columns up (at its old place, last, it was off screen even at 120);
+# what its cache misses cost follows them (the Misses tab has why).
 COLUMNS = (
     ("project", "Project"),
     ("session", "Session"),
     ("title", "Title"),
     ("cost", "Cost"),
     ("realized", "Saved"),
+    ("misses", "Misses"),
     ("context", "Context now"),
     ("share", "Share of window"),
     ("cache", "Cache"),
@@ -29,7 +32,7 @@ COLUMNS = (
     ("decision", "Last decision"),
     ("seen", "Last request"),
 )
-TITLE_CELL = 28
+TITLE_CELL = 22  # with it, the Misses column ends inside 80 columns
 
 
 class SessionsView(Vertical):
@@ -96,6 +99,7 @@ class SessionsView(Vertical):
             ("Model ", "dim"), row.model or "?", ("  window ", "dim"), f"{fmt.tokens(row.window)}", "\n",
             ("Cost ", "dim"), (fmt.usd(row.cost_usd), "bold"), ("  realized saved ", "dim"),
             f"{fmt.tokens(row.realized_tokens)} tokens ({fmt.usd(row.realized_usd)})", "\n",
+            ("Cache misses ", "dim"), miss_text(row), "\n",
             ("Context now ", "dim"), ctx, "\n",
             ("Cache share ", "dim"), f"{fmt.pct(row.cache_share)} over the last {row.cache_requests} request(s)",
             "\n", ("Turns ", "dim"), f"{row.turns}", ("  sub-agent requests ", "dim"), f"{row.subagent_requests}",
@@ -115,6 +119,8 @@ def cells(row: SessionRow, now: float, short: str | None = None) -> tuple:
         fmt.clip(row.title, TITLE_CELL) if row.title else Text("—", style="dim"),
         Text(fmt.usd(row.cost_usd), justify="right"),
         Text(fmt.tokens(row.realized_tokens), justify="right"),
+        Text(fmt.usd(row.miss_usd), justify="right", style="yellow") if row.misses else Text("—", style="dim",
+                                                                                            justify="right"),
         Text(ctx, justify="right"),
         Text.assemble((fmt.bar(share, 10), share_style), f" {fmt.pct(share):>4}"),
         Text(fmt.pct(row.cache_share), justify="right"),
@@ -123,6 +129,13 @@ def cells(row: SessionRow, now: float, short: str | None = None) -> tuple:
         Text(row.last_decision or "—", style=decision_style(row.last_decision)),
         fmt.age(now - row.last_ts),
     )
+
+
+def miss_text(row: SessionRow) -> str:
+    """``3, $0.42 of cache re-writes (7: why)``, or ``none``."""
+    if not row.misses:
+        return "none"
+    return f"{row.misses}, {fmt.usd(row.miss_usd)} of cache re-writes (7: why)"
 
 
 def decision_style(decision: str) -> str:
