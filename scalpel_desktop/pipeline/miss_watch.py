@@ -24,6 +24,12 @@ The cause, first match wins, from the clock and the bytes:
   ``settings-changed`` (which of the message cache's settings fields), and
   ``client-rewrite`` (the first rewritten message): the break the economist
   found in the bytes (the surgery stage's ``break_reason``);
+* ``tools-changed`` also when the economist saw no break but the tools that
+  sit in the prefix differ from the previous request's: a client declaring
+  ``mid-conversation-tool-changes-*`` (Claude Code 2.1.332) is priced as if
+  its tools changes kept the cache, yet a real MCP server's
+  ``tools/list_changed`` adds a tool that is not deferred and the read stops
+  at 0 (docs/claude-code-breaks.md, ``test_miss_causes_tui.py``);
 * ``unexplained``: nothing in the bytes or the clock explains it (an
   eviction on the provider's side).
 
@@ -62,8 +68,17 @@ class _Seen:
     def __init__(self) -> None:
         self.by_model: dict[str, tuple[Any, float, str]] = {}
         self.last_model: str | None = None
-        self.tools: frozenset[str] | None = None
+        self.tools: _Tools | None = None
         self.settings: dict[str, int] | None = None
+
+
+class _Tools:
+    """A request's tool names and a hash of the tools that sit in the prefix (not deferred)."""
+
+    __slots__ = ("names", "prefix_crc")
+
+    def __init__(self, names: frozenset[str], prefix_crc: int):
+        self.names, self.prefix_crc = names, prefix_crc
 
 
 class MissWatch:
@@ -97,7 +112,7 @@ class MissWatch:
                 seen.settings = settings
         return out
 
-    def _miss(self, ex: Exchange, seen: _Seen, usage: Any, tools: frozenset[str] | None,
+    def _miss(self, ex: Exchange, seen: _Seen, usage: Any, tools: _Tools | None,
               settings: dict[str, int] | None) -> dict[str, Any]:
         prev = seen.by_model.get(ex.model)
         if ex.surgery is not None and ex.surgery.rewrite_tokens:
@@ -120,11 +135,13 @@ class MissWatch:
             if named is not None:
                 cause = named
                 detail = {**detail, "break": figures.get("break")}
-                if named == m.TOOLS_CHANGED and tools is not None and seen.tools is not None:
-                    detail.update(added=sorted(tools - seen.tools)[:20], removed=sorted(seen.tools - tools)[:20])
-                if named == m.SETTINGS_CHANGED and settings is not None and seen.settings is not None:
-                    detail["fields"] = sorted(k for k in MESSAGE_CACHE_SETTINGS
-                                              if settings.get(k) != seen.settings.get(k))
+            elif tools is not None and seen.tools is not None and tools.prefix_crc != seen.tools.prefix_crc:
+                cause, detail = m.TOOLS_CHANGED, {**detail, "seen_by": "miss-watch"}  # the economist saw no break
+            if cause == m.TOOLS_CHANGED and tools is not None and seen.tools is not None:
+                detail.update(added=sorted(tools.names - seen.tools.names)[:20],
+                              removed=sorted(seen.tools.names - tools.names)[:20])
+            if cause == m.SETTINGS_CHANGED and settings is not None and seen.settings is not None:
+                detail["fields"] = sorted(k for k in MESSAGE_CACHE_SETTINGS if settings.get(k) != seen.settings.get(k))
         return _fields(m.find_miss(ex.model, prev_usage, usage, self.prices.rates(ex.model), cause, detail))
 
 
@@ -136,15 +153,17 @@ def _fields(miss: m.Miss | None) -> dict[str, Any]:
             "miss_usd": round(miss.cost_usd, 8), "miss_detail": text[:DETAIL_MAX]}
 
 
-def _names_and_settings(ex: Exchange) -> tuple[frozenset[str] | None, dict[str, int] | None]:
-    """The request's tool names and a hash of each message-cache setting, when its body was parsed
-    anyway (a first sighting sent as it came may not be: then nothing, and no detail)."""
+def _names_and_settings(ex: Exchange) -> tuple[_Tools | None, dict[str, int] | None]:
+    """The request's tools (names, the prefix's hash) and a hash of each message-cache setting, when
+    its body was parsed anyway (a first sighting sent as it came may not be: then nothing, no detail)."""
     if not ex.parsed:
         return None, None
     doc = ex.doc
     if not isinstance(doc, dict):
         return None, None
     tools = doc.get("tools")
-    names = frozenset(str(t.get("name")) for t in tools if isinstance(t, dict)) if isinstance(tools, list) else frozenset()
+    tools = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    in_prefix = [t for t in tools if t.get("defer_loading") is not True]  # deferred tools are not in it
+    names = frozenset(str(t.get("name")) for t in tools)
     settings = {k: zlib.crc32(dumps(doc.get(k))) for k in MESSAGE_CACHE_SETTINGS}
-    return names, settings
+    return _Tools(names, zlib.crc32(dumps(in_prefix))), settings

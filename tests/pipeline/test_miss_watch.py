@@ -96,3 +96,17 @@ def test_never_a_miss_when_the_read_reaches_the_cached_mark(first, extra, write,
     w = MissWatch(PRICES)
     w.fields(ex_at(1000, warm(0, first)))
     assert w.fields(ex_at(1002 + gap, warm(first + extra, write))) == {}
+
+
+def test_a_tools_change_the_economist_let_pass_is_still_named_but_a_deferred_tool_is_not():
+    """A client declaring mid-conversation-tool-changes is priced as if a tools change kept the
+    cache (no break); when the read then stops short, the tools that sit in the prefix name it."""
+    w = MissWatch(PRICES)
+    w.fields(ex_at(1000, warm(0, 20_000)))
+    got = w.fields(ex_at(1010, warm(0, 20_100), body(tools=("Read", "Bash", "mcp__x__gauge"))))
+    assert got["miss_cause"] == "tools-changed"
+    assert '"added":["mcp__x__gauge"]' in got["miss_detail"] and '"seen_by":"miss-watch"' in got["miss_detail"]
+    deferred = body(tools=("Read", "Bash", "mcp__x__gauge"))
+    deferred["tools"].append({"name": "mcp__x__later", "input_schema": {}, "defer_loading": True})
+    got = w.fields(ex_at(1020, warm(0, 20_200), deferred))  # a deferred tool is not in the prefix
+    assert got["miss_cause"] == "unexplained"
