@@ -59,7 +59,7 @@ SYSTEM_CHANGED = "system-changed"
 TOOLS_CHANGED = "tools-changed"  # detail: which tool names
 SETTINGS_CHANGED = "settings-changed"  # detail: which field
 CLIENT_REWRITE = "client-rewrite"  # detail: the first rewritten message and its structure, never its content
-LOOKBACK = "lookback"  # the breakpoint lay past the lookback from the last live entry
+LOOKBACK = "lookback"  # the breakpoint lay past the lookback from the last live entry (``blocks_to_next_marker``)
 UNEXPLAINED = "unexplained"  # nothing in the bytes or the clock explains it: the provider's side
 CAUSES = (TTL_EXPIRED, MODEL_SWITCH, SYSTEM_CHANGED, TOOLS_CHANGED, SETTINGS_CHANGED, CLIENT_REWRITE,
           LOOKBACK, UNEXPLAINED)
@@ -178,6 +178,54 @@ def transcript_cause(gap_s: float, ttl: str, margin_s: float, rewrite: Mapping[s
     if other_model is not None:
         return MODEL_SWITCH, {**clock, "from": other_model}
     return UNEXPLAINED, clock
+
+
+# ---------------------------------------------------------------- the lookback
+
+MARKER_SCAN_MESSAGES = 64  # how far back from the end ``last_marker`` looks for a request's last marker
+
+
+def _items(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if isinstance(content, str):
+        return [content]
+    return list(content) if isinstance(content, list) else ([] if content is None else [content])
+
+
+def _marked(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("cache_control") is not None
+
+
+def last_marker(messages: Sequence[Any], auto: bool = False) -> tuple[int, int] | None:
+    """(message index, block index) of the last ``cache_control`` marker among ``messages`` (a
+    top-level marker, ``auto``, marks the last block), or None: none within the last
+    ``MARKER_SCAN_MESSAGES`` messages. O(the messages after the last marker): a client that marks
+    its last message (Claude Code) costs one message."""
+    for mi in range(len(messages) - 1, max(-1, len(messages) - 1 - MARKER_SCAN_MESSAGES), -1):
+        items = _items(messages[mi])
+        if auto and mi == len(messages) - 1 and items:
+            return mi, len(items) - 1
+        for bi in range(len(items) - 1, -1, -1):
+            if _marked(items[bi]):
+                return mi, bi
+    return None
+
+
+def blocks_to_next_marker(messages: Sequence[Any], after: tuple[int, int], auto: bool = False) -> int | None:
+    """Content blocks from the block at ``after`` (the previous request's last marker, where its
+    entry was written) to this request's first marker past it; None when there is none. The
+    provider looks for an entry at most ``LOOKBACK_BLOCKS`` blocks back from each marker
+    (``accounting/cache_model.py``; one block per content block, as the emulator counts): a marker
+    farther than that from every entry reads nothing of the messages. O(the messages since ``after``)."""
+    mi0, bi0 = after
+    distance = 0
+    for mi in range(mi0, len(messages)):
+        items = _items(messages[mi])
+        for bi in range(bi0 + 1 if mi == mi0 else 0, len(items)):
+            distance += 1
+            if _marked(items[bi]) or (auto and mi == len(messages) - 1 and bi == len(items) - 1):
+                return distance
+    return None
 
 
 # ---------------------------------------------------------------- totals

@@ -20,6 +20,8 @@ read) at the request's TTL, from the price table), and why:
   tools-changed     the tool list changed (which names came and went)
   settings-changed  a setting of the message cache changed (which field)
   client-rewrite    the client rewrote an earlier message (which one)
+  lookback          one turn added more blocks than the provider looks back for its
+                    last entry (about 20: many parallel tool calls)
   unexplained       nothing in the bytes or the clock explains it (the provider's side)
 
 examples:
@@ -118,6 +120,8 @@ def _why(cause: str, d: dict) -> str:
         return " ".join(parts) or "tool list changed"
     if cause == "settings-changed" and d.get("fields"):
         return ", ".join(d["fields"])
+    if cause == "lookback" and d.get("blocks_past") is not None:
+        return f"marker {d['blocks_past']} blocks past the last entry"
     if cause == "client-rewrite" and d.get("break") is not None:
         return f"from message {d['break']}"
     return ""

@@ -233,6 +233,8 @@ _PATTERN_FIX = {
                      "the servers connected, or turn on the tool filter (`scalpel tools on`) so the list stays put",
     "settings-changed": "a setting of the message cache flips mid-session (effort, thinking, tool_choice): pick it "
                         "once per session; each flip re-writes the whole history",
+    "lookback": "turns add more than ~20 content blocks past the last cache marker (many parallel tool calls): "
+                "the provider finds nothing of the history and re-writes it; fewer calls per turn avoid it",
     "system-changed": "the system prompt changes mid-session (CLAUDE.md or output style edits, a plugin): each "
                       "change re-writes everything after it",
 }

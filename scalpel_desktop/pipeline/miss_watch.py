@@ -30,6 +30,10 @@ The cause, first match wins, from the clock and the bytes:
   its tools changes kept the cache, yet a real MCP server's
   ``tools/list_changed`` adds a tool that is not deferred and the read stops
   at 0 (docs/claude-code-breaks.md, ``test_miss_causes_tui.py``);
+* ``lookback``: an append whose first marker lies more than the provider's
+  20-block lookback past the previous request's last marker (where its entry
+  was written), so no marker finds that entry: many parallel tool calls in
+  one turn (``accounting/misses.blocks_to_next_marker``);
 * ``unexplained``: nothing in the bytes or the clock explains it (an
   eviction on the provider's side).
 
@@ -50,7 +54,7 @@ from typing import Any
 
 from scalpel_desktop.accounting import misses as m
 from scalpel_desktop.exchange import Exchange
-from scalpel_desktop.wire.cache_rules import MESSAGE_CACHE_SETTINGS
+from scalpel_desktop.wire.cache_rules import LOOKBACK_BLOCKS, MESSAGE_CACHE_SETTINGS
 from scalpel_desktop.wire.jsoncodec import dumps
 
 MAX_CONVERSATIONS = 5000
@@ -63,13 +67,14 @@ NO_MISS: dict[str, Any] = {}
 class _Seen:
     """What one conversation's requests left: per model its last usage, when it ended, its TTL."""
 
-    __slots__ = ("by_model", "last_model", "tools", "settings")
+    __slots__ = ("by_model", "last_model", "tools", "settings", "marker")
 
     def __init__(self) -> None:
         self.by_model: dict[str, tuple[Any, float, str]] = {}
         self.last_model: str | None = None
         self.tools: _Tools | None = None
         self.settings: dict[str, int] | None = None
+        self.marker: tuple[int, int] | None = None  # the previous request's last marker (message, block)
 
 
 class _Tools:
@@ -102,7 +107,8 @@ class MissWatch:
             else:
                 self._seen.move_to_end(ex.key)
             tools, settings = _names_and_settings(ex)
-            out = self._miss(ex, seen, usage, tools, settings)
+            messages, auto = _messages(ex)
+            out = self._miss(ex, seen, usage, tools, settings, messages, auto)
             prev = seen.by_model.get(ex.model)
             seen.by_model[ex.model] = (usage, resp.finished_at, m.usage_ttl(usage, prev[2] if prev else "1h"))
             seen.last_model = ex.model
@@ -110,10 +116,11 @@ class MissWatch:
                 seen.tools = tools
             if settings is not None:
                 seen.settings = settings
+            seen.marker = m.last_marker(messages, auto) if messages is not None else None
         return out
 
     def _miss(self, ex: Exchange, seen: _Seen, usage: Any, tools: _Tools | None,
-              settings: dict[str, int] | None) -> dict[str, Any]:
+              settings: dict[str, int] | None, messages: list | None = None, auto: bool = False) -> dict[str, Any]:
         prev = seen.by_model.get(ex.model)
         if ex.surgery is not None and ex.surgery.rewrite_tokens:
             return NO_MISS  # our own warm cut's re-write: priced and staked, not a miss
@@ -137,6 +144,10 @@ class MissWatch:
                 detail = {**detail, "break": figures.get("break")}
             elif tools is not None and seen.tools is not None and tools.prefix_crc != seen.tools.prefix_crc:
                 cause, detail = m.TOOLS_CHANGED, {**detail, "seen_by": "miss-watch"}  # the economist saw no break
+            elif messages is not None and seen.marker is not None:
+                past = m.blocks_to_next_marker(messages, seen.marker, auto)
+                if past is not None and past > LOOKBACK_BLOCKS:
+                    cause, detail = m.LOOKBACK, {**detail, "blocks_past": past, "lookback": LOOKBACK_BLOCKS}
             if cause == m.TOOLS_CHANGED and tools is not None and seen.tools is not None:
                 detail.update(added=sorted(tools.names - seen.tools.names)[:20],
                               removed=sorted(seen.tools.names - tools.names)[:20])
@@ -151,6 +162,14 @@ def _fields(miss: m.Miss | None) -> dict[str, Any]:
     text = json.dumps(miss.detail, separators=(",", ":"), default=str)
     return {"miss_cause": miss.cause, "miss_tokens": miss.tokens_rewritten,
             "miss_usd": round(miss.cost_usd, 8), "miss_detail": text[:DETAIL_MAX]}
+
+
+def _messages(ex: Exchange) -> tuple[list | None, bool]:
+    """The request's messages and whether a top-level marker marks its last block (parsed only)."""
+    doc = ex.doc if ex.parsed else None
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return None, False
+    return doc["messages"], doc.get("cache_control") is not None
 
 
 def _names_and_settings(ex: Exchange) -> tuple[_Tools | None, dict[str, int] | None]:

@@ -139,3 +139,25 @@ def test_a_miss_never_rewrites_more_than_its_writes_or_its_shortfall_and_costs_m
     assert 0 < got.tokens_rewritten <= cur.cache_write
     assert got.tokens_rewritten <= mm.cached_after(prev) - cur.cache_read
     assert got.cost_usd > 0 and got.read_stopped_at == cur.cache_read
+
+
+def _msg(role, n, marked_at=None):
+    blocks = [{"type": "text", "text": f"b{i}"} for i in range(n)]
+    if marked_at is not None:
+        blocks[marked_at]["cache_control"] = {"type": "ephemeral"}
+    return {"role": role, "content": blocks}
+
+
+def test_last_marker_and_the_blocks_to_the_next_one():
+    from scalpel_desktop.accounting.misses import blocks_to_next_marker, last_marker
+
+    before = [_msg("user", 2), _msg("assistant", 1), _msg("user", 3, marked_at=2)]
+    assert last_marker(before) == (2, 2)
+    assert last_marker([_msg("user", 2), {"role": "user", "content": "hi"}], auto=True) == (1, 0)
+    assert last_marker([_msg("user", 2)]) is None
+    # 15 parallel calls: one assistant message of 15 tool_use blocks, one user message of 15 results
+    after = [*[dict(m, content=[{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]])
+               for m in before], _msg("assistant", 15), _msg("user", 15, marked_at=14)]
+    assert blocks_to_next_marker(after, (2, 2)) == 30
+    assert blocks_to_next_marker(after[:4], (2, 2)) is None  # no marker past it
+    assert blocks_to_next_marker([*after[:4], {"role": "user", "content": "x"}], (2, 2), auto=True) == 16

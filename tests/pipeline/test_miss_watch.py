@@ -110,3 +110,24 @@ def test_a_tools_change_the_economist_let_pass_is_still_named_but_a_deferred_too
     deferred["tools"].append({"name": "mcp__x__later", "input_schema": {}, "defer_loading": True})
     got = w.fields(ex_at(1020, warm(0, 20_200), deferred))  # a deferred tool is not in the prefix
     assert got["miss_cause"] == "unexplained"
+
+
+def _marked_body(extra_blocks: int) -> dict:
+    doc = body()
+    doc["messages"] = [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+    if extra_blocks:
+        doc["messages"][0]["content"][0].pop("cache_control")
+        doc["messages"] += [{"role": "assistant", "content": [{"type": "text", "text": f"a{i}"} for i in range(extra_blocks)]},
+                            {"role": "user", "content": [{"type": "text", "text": "q", "cache_control": {"type": "ephemeral"}}]}]
+    return doc
+
+
+def test_an_append_past_the_lookback_is_named_lookback_and_a_short_one_is_not():
+    w = MissWatch(PRICES)
+    w.fields(ex_at(1000, warm(0, 20_000), _marked_body(0)))
+    got = w.fields(ex_at(1010, warm(2_000, 19_000), _marked_body(24)))  # 25 blocks past the last marker
+    assert got["miss_cause"] == "lookback" and '"blocks_past":25' in got["miss_detail"]
+    w = MissWatch(PRICES)
+    w.fields(ex_at(1000, warm(0, 20_000), _marked_body(0)))
+    got = w.fields(ex_at(1010, warm(2_000, 19_000), _marked_body(10)))  # within reach: something else
+    assert got["miss_cause"] == "unexplained"

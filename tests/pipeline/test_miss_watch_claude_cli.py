@@ -81,3 +81,36 @@ def test_a_ttl_expiry_then_an_eviction_are_named_and_priced(tmp_path, monkeypatc
     assert set(got["total"]["by_cause"]) == {"ttl-expired", "unexplained"}
     assert got["total"]["cost_usd"] == pytest.approx(sum(m["cost_usd"] for m in got["misses"]), abs=1e-5)
     print(f"misses: {got['misses']}; the eviction cost the emulator ${extra:.6f}")
+
+
+@pytest.mark.claude_cli
+def test_many_parallel_calls_are_a_lookback_miss(tmp_path):
+    """15 parallel Reads in one turn: the request after them carries Claude Code's one message
+    marker 30 blocks past the entry the previous request wrote, beyond the 20-block lookback, so
+    the emulator reads only the system and tools. Named ``lookback``, not ``unexplained``, and
+    priced from the emulator's own usage."""
+    from scalpel_desktop.accounting.cache_model import min_cacheable_for
+    from scalpel_desktop.emulator.script import parallel, say
+    from tests.support.claude_breaks import Live
+
+    claude_bin()
+    with Live(tmp_path) as live:
+        files = []
+        for i in range(15):
+            files.append(live.workdir / f"f{i}.txt")
+            files[-1].write_text(("x" * 60 + "\n") * 40)
+        live.script.tracks["many"] = [parallel(*[("Read", {"file_path": str(f)}) for f in files]), say("many done")]
+        live.run("Read a.txt please.")
+        live.run("SCRIPT:many read them all", continue_=True)
+        live.settle()
+        main = live.main()
+        got = _misses()["misses"]
+    assert [x["cause"] for x in got] == ["lookback"], got
+    miss, (before, after) = got[0], [r.usage for r in main[-2:]]
+    # The distance, counted on the emulator's own blocks (accounting/prefix_blocks.py) of the two bodies.
+    was = max(i for i, b in enumerate(request_blocks(main[-2].json())) if b.breakpoint)
+    now = min(i for i, b in enumerate(request_blocks(main[-1].json())) if b.breakpoint and i > was)
+    assert miss["detail"]["blocks_past"] == now - was >= 30 and miss["detail"]["lookback"] == 20, (miss, was, now)
+    assert miss["read_stopped_at"] == after.cache_read < before.cache_read
+    want = min(before.cache_read + before.cache_write - after.cache_read, after.cache_write)
+    assert miss["tokens_rewritten"] == want > min_cacheable_for(miss["model"])

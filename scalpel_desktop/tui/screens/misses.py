@@ -30,7 +30,7 @@ SESSION_COLUMNS = (("project", "Project"), ("session", "Session"), ("count", "Mi
 TITLE_CELL = 28
 CAUSE_STYLE = {"ttl-expired": "yellow", "unexplained": "magenta", "client-rewrite": "red",
                "tools-changed": "cyan", "model-switch": "cyan", "system-changed": "cyan",
-               "settings-changed": "cyan"}
+               "settings-changed": "cyan", "lookback": "cyan"}
 
 
 class MissesView(Vertical):
