@@ -15,6 +15,7 @@ from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import CutRow, DecisionRow, DecisionsData
 from scalpel_desktop.tui.messages import ReloadRequested
 from scalpel_desktop.tui.screens.sessions import decision_style
+from scalpel_desktop.tui.widgets.row_table import row_table
 
 KIND_WHY = {
     "superseded_read": "superseded read (the file was read again later)",
@@ -36,18 +37,13 @@ class DecisionsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Requests", id="decisions-summary", classes="summary")
-        requests: DataTable = DataTable(id="decisions-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("time", "Time"), ("session", "Session"), ("model", "Model"), ("decision", "Decision"),
-                           ("removed", "Removed (est.)"), ("realized", "Realized"), ("reason", "Why")):
-            requests.add_column(label, key=key)
-        yield requests
+        yield row_table("decisions-table", (("time", "Time"), ("session", "Session"), ("model", "Model"),
+                                            ("decision", "Decision"), ("removed", "Removed (est.)"),
+                                            ("realized", "Realized"), ("reason", "Why")))
         yield Static("Cuts (surgery log): each removed tool result, kept whole in a spill file",
                      id="cuts-title", classes="subtitle")
-        cuts: DataTable = DataTable(id="cuts-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("time", "Time"), ("session", "Session"), ("tool", "Tool"), ("kind", "Why"),
-                           ("tokens", "Size (tokens)"), ("spill", "Spill file")):
-            cuts.add_column(label, key=key)
-        yield cuts
+        yield row_table("cuts-table", (("time", "Time"), ("session", "Session"), ("tool", "Tool"), ("kind", "Why"),
+                                       ("tokens", "Size (tokens)"), ("spill", "Spill file")))
         yield Static("", id="cut-detail", classes="detail")
 
     def action_toggle_unchanged(self) -> None:

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 from scalpel_desktop.store.misses import SessionMisses
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.views_data import MISS_DEFAULT_PERIOD, MISS_PERIODS, MissesData, MissPeriod, project_name
+from scalpel_desktop.tui.widgets.row_table import row_table
 
 CAUSE_COLUMNS = (("cause", "Cause"), ("count", "Misses"), ("tokens", "Re-written"), ("cost", "Cost"),
                  ("share", "Share of miss cost"))
@@ -46,15 +47,9 @@ class MissesView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the ledger…", id="misses-summary", classes="summary")
-        causes: DataTable = DataTable(id="misses-causes", cursor_type="row", zebra_stripes=True)
-        for key, label in CAUSE_COLUMNS:
-            causes.add_column(label, key=key)
-        yield causes
+        yield row_table("misses-causes", CAUSE_COLUMNS)
         yield Static("By session", id="misses-sessions-title", classes="subtitle")
-        sessions: DataTable = DataTable(id="misses-sessions", cursor_type="row", zebra_stripes=True)
-        for key, label in SESSION_COLUMNS:
-            sessions.add_column(label, key=key)
-        yield sessions
+        yield row_table("misses-sessions", SESSION_COLUMNS)
         yield Static("", id="misses-detail", classes="detail")
 
     def action_next_period(self) -> None:

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from scalpel_desktop.decisions import changes_of
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.data import ACTIVE_S, SessionRow, SessionsData
+from scalpel_desktop.tui.widgets.row_table import row_table
 from scalpel_desktop.tui.widgets.context_bars import ContextBars
 
 # What a session cost and what scalpel saved it sit side by side, before the wide columns, so the
@@ -40,10 +41,7 @@ class SessionsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the ledger…", id="sessions-summary", classes="summary")
-        table: DataTable = DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        yield row_table("sessions-table", COLUMNS)
         with Horizontal(id="sessions-bottom"):
             yield Static("", id="sessions-detail", classes="detail")
             yield ContextBars(id="sessions-context")

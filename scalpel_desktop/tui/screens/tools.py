@@ -17,6 +17,7 @@ from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.inventory import ToolsData
 from scalpel_desktop.tui.messages import ControlRequested
 from scalpel_desktop.tui.proxy import ProxyState
+from scalpel_desktop.tui.widgets.row_table import row_table
 
 
 def size_columns(table: DataTable) -> None:
@@ -51,19 +52,13 @@ class ToolsView(Vertical):
             yield Label("Tool filter for new sessions", classes="switch-label")
             yield Static("", id="tools-reason", classes="reason")
         yield Static("Inventory", id="tools-summary", classes="summary")
-        inv: DataTable = DataTable(id="tools-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("remove", "Filter"), ("name", "Name"), ("kind", "Kind"), ("tokens", "Tokens"),
-                           ("sessions", "Sess."), ("calls", "Calls"), ("status", "Removed by"),
-                           ("realized", "Realized")):
-            inv.add_column(label, key=key)
-        yield inv
+        yield row_table("tools-table", (("remove", "Filter"), ("name", "Name"), ("kind", "Kind"),
+                                        ("tokens", "Tokens"), ("sessions", "Sess."), ("calls", "Calls"),
+                                        ("status", "Removed by"), ("realized", "Realized")))
         yield Static("Suggestions", id="suggest-summary", classes="subtitle")
-        sug: DataTable = DataTable(id="suggest-table", cursor_type="row", zebra_stripes=True)
-        for key, label in (("name", "Name"), ("kind", "Kind"), ("tokens", "Tokens"), ("sessions", "Sess."),
-                           ("days", "Days"), ("calls", "Calls"), ("projected", "Projected / session"),
-                           ("note", "Note")):
-            sug.add_column(label, key=key)
-        yield sug
+        yield row_table("suggest-table", (("name", "Name"), ("kind", "Kind"), ("tokens", "Tokens"),
+                                          ("sessions", "Sess."), ("days", "Days"), ("calls", "Calls"),
+                                          ("projected", "Projected / session"), ("note", "Note")))
         yield Static("", id="tools-detail", classes="detail")
 
     # -- data in -------------------------------------------------------------------

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.views_data import UsageData
+from scalpel_desktop.tui.widgets.row_table import row_table
 from scalpel_desktop.tui.widgets.barchart import Bar, BarChart
 
 TALLY_COLUMNS = (("input", "Input"), ("output", "Output"), ("cache_write", "Cache write"),
@@ -28,11 +29,7 @@ def tally_cells(t) -> list[Text]:
 
 def tally_table(table_id: str, first: tuple[str, str]) -> DataTable:
     """A table of tallies (tokens by tier and cost), its first column naming the period."""
-    table: DataTable = DataTable(id=table_id, cursor_type="row", zebra_stripes=True)
-    table.add_column(first[1], key=first[0])
-    for key, label in TALLY_COLUMNS:
-        table.add_column(label, key=key)
-    return table
+    return row_table(table_id, (first, *TALLY_COLUMNS))
 
 
 class UsageView(VerticalScroll):
@@ -47,12 +44,9 @@ class UsageView(VerticalScroll):
         yield Static("Monthly", classes="subtitle")
         yield tally_table("usage-monthly", ("month", "Month"))
         yield Static("5-hour blocks (last 3 days)", classes="subtitle")
-        blocks: DataTable = DataTable(id="usage-blocks", cursor_type="row", zebra_stripes=True)
-        for key, label in (("start", "Block start"), ("state", "State"), ("requests", "Requests"),
-                           ("total", "Total tokens"), ("cost", "Cost"), ("burn", "Tokens/min"),
-                           ("rate", "$/hour"), ("projected", "Projected total")):
-            blocks.add_column(label, key=key)
-        yield blocks
+        yield row_table("usage-blocks", (("start", "Block start"), ("state", "State"), ("requests", "Requests"),
+                                         ("total", "Total tokens"), ("cost", "Cost"), ("burn", "Tokens/min"),
+                                         ("rate", "$/hour"), ("projected", "Projected total")))
         yield Static("", id="usage-notes", classes="detail")
 
     def show(self, data: UsageData) -> None:
