@@ -25,6 +25,12 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         await pilot.pause()
 
 
+async def open_tab(pilot: Any, pane: str) -> None:
+    """Switch to ``pane`` by its number key, as a user does, and let it load."""
+    await pilot.press(str(PANES.index(pane) + 1))
+    await settle(pilot)
+
+
 async def wait_until(pilot: Any, predicate, timeout_s: float = 10.0) -> bool:
     import time
 

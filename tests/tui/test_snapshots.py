@@ -16,7 +16,7 @@ import pytest
 from scalpel_desktop.tui.app import make_app
 from textual.widgets import DataTable
 
-from tests.tui.helpers import PANES, settle, wait_until
+from tests.tui.helpers import open_tab, PANES, settle, wait_until
 from tests.tui.seed import NOW
 
 SIZES = ((80, 24), (100, 30), (120, 40))
@@ -25,8 +25,7 @@ SIZES = ((80, 24), (100, 30), (120, 40))
 def show(pane: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        await pilot.press(str(PANES.index(pane) + 1))
-        await settle(pilot)
+        await open_tab(pilot, pane)
         await pilot.wait_for_scheduled_animations()  # the tab underline slides
         await settle(pilot)
         # Every table of the tab has its rows, and a refresh has sized its columns to them.

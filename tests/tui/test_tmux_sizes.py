@@ -32,7 +32,7 @@ from tests.support import REPO, require
 from tests.tui.conftest import frozen
 from scalpel_desktop.tui import format as fmt
 from tests.tui.helpers import (
-    PANES, expected_misses, expected_session, listed_sessions, session_miss_cost, settle,
+    PANES, expected_misses, expected_session, listed_sessions, open_tab, session_miss_cost, settle,
 )
 from tests.tui.seed import NOW
 
@@ -141,8 +141,7 @@ async def test_wide_tables_scroll_to_their_last_column(size, seeded):
         for pane, table_id in (("sessions", "#sessions-table"), ("tools", "#tools-table"),
                                ("decisions", "#decisions-table"), ("usage", "#usage-daily"),
                                ("misses", "#misses-sessions")):
-            await pilot.press(str(PANES.index(pane) + 1))
-            await settle(pilot)
+            await open_tab(pilot, pane)
             table = app.query_one(table_id, DataTable)
             assert table.row_count > 0
             content = sum(c.get_render_width(table) for c in table.columns.values())

@@ -14,7 +14,7 @@ from scalpel_desktop.tui import format as fmt
 from scalpel_desktop.tui.app import make_app
 from scalpel_desktop.tui.screens.sessions import TITLE_CELL
 from tests.tui.conftest import frozen
-from tests.tui.helpers import CONVERSATION, PANES, listed_sessions, prompt_of, row_text, settle
+from tests.tui.helpers import open_tab, CONVERSATION, listed_sessions, prompt_of, row_text, settle
 from tests.tui.seed import NOW
 
 pytestmark = pytest.mark.anyio
@@ -77,8 +77,7 @@ async def test_usage_tab_daily_monthly_and_the_active_block(seeded):
     app = make_app(clock=frozen)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press(str(PANES.index("usage") + 1))
-        await settle(pilot)
+        await open_tab(pilot, "usage")
         shown = 0
         for day, rows in days.items():
             if day < datetime.fromtimestamp(NOW - 30 * 86400).strftime("%Y-%m-%d"):

@@ -12,7 +12,7 @@ from scalpel_desktop.tui.app import make_app
 from scalpel_desktop.tui.screens.misses import CAUSE_COLUMNS, SESSION_COLUMNS, MissesView
 from scalpel_desktop.tui.views_data import MISS_DEFAULT_PERIOD, MISS_PERIODS, MissesData, MissPeriod, Names
 from tests.tui.conftest import frozen
-from tests.tui.helpers import PANES, expected_misses, host, row_keys, row_text, settle, text_of
+from tests.tui.helpers import open_tab, expected_misses, host, row_keys, row_text, settle, text_of
 
 pytestmark = pytest.mark.anyio
 C = {key: i for i, (key, _) in enumerate(CAUSE_COLUMNS)}
@@ -45,8 +45,7 @@ async def test_the_tab_shows_the_seeded_misses_by_cause_and_by_session_and_p_cyc
     app = make_app(clock=frozen)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press(str(PANES.index("misses") + 1))
-        await settle(pilot)
+        await open_tab(pilot, "misses")
         assert app.active_pane == "misses"
         view = app.query_one("#misses-view", MissesView)
         assert app.focused is app.query_one("#misses-causes", DataTable)  # its keys work at once
@@ -63,8 +62,7 @@ async def test_the_detail_names_the_highlighted_sessions_causes_and_the_provider
     app = make_app(clock=frozen)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press(str(PANES.index("misses") + 1))
-        await settle(pilot)
+        await open_tab(pilot, "misses")
         table = app.query_one("#misses-sessions", DataTable)
         table.focus()
         for row in range(min(3, table.row_count)):
