@@ -46,6 +46,12 @@ def _first_answer(live, tui) -> int:
     return len(live.main())
 
 
+def _ask_again(live, tui, before: int, after: str) -> None:
+    """The next prompt after a switch, and its request reaching the emulator."""
+    tui.prompt("And now?")
+    tui.wait_for(lambda _s: len(live.main()) > before, what=f"the request after {after}")
+
+
 def _the_one_miss(live) -> tuple[dict, object]:
     """The session's only miss, and the emulator's record of the request it was found on."""
     live.settle()
@@ -72,8 +78,7 @@ def test_an_effort_switch_is_a_settings_changed_miss(live):
         before = _first_answer(live, tui)
         tui.prompt("/effort low")
         tui.wait_for_screen("Set effort level to low")
-        tui.prompt("And now?")
-        tui.wait_for(lambda _s: len(live.main()) > before, what="the request after /effort")
+        _ask_again(live, tui, before, "/effort")
     miss, req = _the_one_miss(live)
     main = live.main()
     assert req.json()["output_config"]["effort"] == "low" and main[-2].json()["output_config"]["effort"] != "low"
@@ -90,8 +95,7 @@ def test_a_model_switch_is_a_model_switch_miss(live):
         tui.wait_for_screen("Switch model?")  # 2.1.332 warns that the history gets re-read
         tui.keys("Enter")
         tui.wait_for_screen("Set model to")
-        tui.prompt("And now?")
-        tui.wait_for(lambda _s: len(live.main()) > before, what="the request after /model")
+        _ask_again(live, tui, before, "/model")
     miss, req = _the_one_miss(live)
     main = live.main()
     was = main[-2].json()["model"]
@@ -118,9 +122,7 @@ def test_an_mcp_tool_list_change_is_a_tools_changed_miss(live, tmp_path):
         tui.prompt("SCRIPT:flip flip it")
         tui.wait_for(lambda _s: "flipped" in tui.screen(), what="the flip's answer")
         tui.wait_for(lambda _s: lists.read_text().count("list") >= 2, what="Claude Code re-listing the tools")
-        n = len(live.main())
-        tui.prompt("And now?")
-        tui.wait_for(lambda _s: len(live.main()) > n, what="the request after the tool-list change")
+        _ask_again(live, tui, len(live.main()), "the tool-list change")
     miss, req = _the_one_miss(live)
     main = live.main()
     names = [t["name"] for t in req.json()["tools"]]
