@@ -106,8 +106,7 @@ class MissWatch:
                     self._seen.popitem(last=False)
             else:
                 self._seen.move_to_end(ex.key)
-            tools, settings = _names_and_settings(ex)
-            messages, auto = _messages(ex)
+            tools, settings, messages, auto = _facts(ex)
             out = self._miss(ex, seen, usage, tools, settings, messages, auto)
             prev = seen.by_model.get(ex.model)
             seen.by_model[ex.model] = (usage, resp.finished_at, m.usage_ttl(usage, prev[2] if prev else "1h"))
@@ -164,25 +163,18 @@ def _fields(miss: m.Miss | None) -> dict[str, Any]:
             "miss_usd": round(miss.cost_usd, 8), "miss_detail": text[:DETAIL_MAX]}
 
 
-def _messages(ex: Exchange) -> tuple[list | None, bool]:
-    """The request's messages and whether a top-level marker marks its last block (parsed only)."""
+def _facts(ex: Exchange) -> tuple[_Tools | None, dict[str, int] | None, list | None, bool]:
+    """What the miss watch reads of the request's document, when its body was parsed anyway (a
+    first sighting sent as it came may not be: then nothing, and no detail): its tools (names, the
+    prefix's hash), a hash of each message-cache setting, its messages, and whether a top-level
+    marker marks its last block."""
     doc = ex.doc if ex.parsed else None
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        return None, False
-    return doc["messages"], doc.get("cache_control") is not None
-
-
-def _names_and_settings(ex: Exchange) -> tuple[_Tools | None, dict[str, int] | None]:
-    """The request's tools (names, the prefix's hash) and a hash of each message-cache setting, when
-    its body was parsed anyway (a first sighting sent as it came may not be: then nothing, no detail)."""
-    if not ex.parsed:
-        return None, None
-    doc = ex.doc
     if not isinstance(doc, dict):
-        return None, None
+        return None, None, None, False
     tools = doc.get("tools")
     tools = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
     in_prefix = [t for t in tools if t.get("defer_loading") is not True]  # deferred tools are not in it
     names = frozenset(str(t.get("name")) for t in tools)
     settings = {k: zlib.crc32(dumps(doc.get(k))) for k in MESSAGE_CACHE_SETTINGS}
-    return _Tools(names, zlib.crc32(dumps(in_prefix))), settings
+    messages = doc.get("messages") if isinstance(doc.get("messages"), list) else None
+    return _Tools(names, zlib.crc32(dumps(in_prefix))), settings, messages, doc.get("cache_control") is not None
