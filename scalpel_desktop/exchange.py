@@ -175,6 +175,9 @@ class Exchange:
     # Set by ``Chain.answered``: this exchange's completion has not run yet (its conversation's next
     # request waits for it); cleared by ``Chain.complete``.
     pending_completion: Any = field(default=None, repr=False)
+    # Set by ``Chain.complete``: a long analysis calls it between its phases, to let requests on their
+    # way go first (the runtime's ``RequestsFirst.wait_turn``: bounded); None outside a completion.
+    yield_to_requests: Any = field(default=None, repr=False)
     _doc: Any = field(default=_UNPARSED, repr=False)
 
     @property

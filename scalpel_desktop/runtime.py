@@ -43,7 +43,7 @@ from scalpel_desktop.pipeline.chain import Chain
 from scalpel_desktop.private_files import tighten_home
 from scalpel_desktop.proxy.forward import ProxyOptions
 from scalpel_desktop.proxy.server import ProxyServer, build_app
-from scalpel_desktop.proxy import diagnostics, keeper, memtrace
+from scalpel_desktop.proxy import after_answer, diagnostics, keeper, memtrace
 from scalpel_desktop.proxy.trim import Trimmer, limit_arenas
 from scalpel_desktop.runtime_health import HealthFacts, SpillMeter, degraded_states
 from scalpel_desktop.runtime_state import InstanceLock, Stats, ensure_token, read_holder
@@ -90,7 +90,7 @@ class Runtime:
         self.prices: PriceTable | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._observer: ThreadPoolExecutor | None = None
-        self._completer: ThreadPoolExecutor | None = None
+        self._completer: Any = None
         self._token = ""
         self.state = "stopped"  # stopped | running | paused | error
         self.port: int | None = None
@@ -200,7 +200,7 @@ class Runtime:
         limit_arenas()  # before the pool's threads allocate: freed memory is not scattered over 8 arenas
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scalpel-pipeline")
         self._observer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-observe")
-        self._completer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scalpel-complete")
+        self._completer = after_answer.completion_pool(chain)  # by conversation (proxy/completer.py)
         assemble.register_actions(self)
         keeper.install(self, chain, self._ledger)  # the cache keeper: last stage, and the ``keeper`` action
         memtrace.install_from_env(stages)  # SCALPEL_MEMTRACE=DIR only: a diagnosis (benchmarks/proxy_memory.py)
@@ -214,7 +214,7 @@ class Runtime:
             body_limit=lambda: int(self.setting("body_limit_mb")) * 1024 * 1024,
             pipeline=self._pipeline, executor=self._executor, observer=self._observer, completer=self._completer,
             on_finished=self.stats.record, trimmer=Trimmer(), diagnosis=self.diagnosis,
-        )
+            requests_first=getattr(self._completer, "gate", None))
 
     def _start_server(self) -> None:
         if self.port is not None:

@@ -51,20 +51,25 @@ def keep_rows(chain: Any, pools: Iterable[Executor | None], deadline: float, hur
 
 
 def drain(pool: Executor, by: float, hurry: threading.Event | None = None) -> bool:
-    """Wait until what ``pool`` (one thread, first in first out) holds now has run, until ``by``
-    (monotonic) or ``hurry``; True when it has."""
-    try:
-        marker = pool.submit(lambda: None)
-    except RuntimeError:  # shut down already
-        return True
-    while not marker.done():
-        left = by - time.monotonic()
-        if left <= 0 or (hurry is not None and hurry.is_set()):
-            return False
+    """Wait until what ``pool`` holds now has run, until ``by`` (monotonic) or ``hurry``; True when
+    it has. A keyed pool (``proxy/completer.py``) says what it holds (``pending``); a pool of one
+    thread, first in first out, has run it all once a marker submitted now has run."""
+    if hasattr(pool, "pending"):
+        todo = pool.pending()
+    else:
         try:
-            marker.result(timeout=min(0.05, left))
-        except Exception:  # noqa: BLE001 - (a timeout: look again)
-            pass
+            todo = [pool.submit(lambda: None)]
+        except RuntimeError:  # shut down already
+            return True
+    for fut in todo:
+        while not fut.done():
+            left = by - time.monotonic()
+            if left <= 0 or (hurry is not None and hurry.is_set()):
+                return False
+            try:
+                fut.result(timeout=min(0.05, left))
+            except Exception:  # noqa: BLE001 - (a timeout, or the task's own error: look again)
+                pass
     return True
 
 

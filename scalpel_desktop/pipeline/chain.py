@@ -23,7 +23,13 @@ of the one before: a degraded state, not only a log line).
 
 A large first sighting that no stage would change skips all of that: it goes
 out before any stage looks, and its completion runs their ``on_request`` too
-(``pipeline/lane.py``).
+(``pipeline/lane.py``). So does a large request whose conversation's
+completion is still running after ``own_wait_s`` when every stage would send
+it as it came with what is known (``_still_busy``): a request never waits
+for its own conversation's analysis unless that analysis may change it.
+Completions call ``yield_to_requests`` between stages (the completion pool's
+gate: requests on their way go first), and a request that waits here is
+``aside`` (the completion it waits for must not wait for it).
 
 Stopping (``hurry``): a completion that has not started drops its analysis
 and keeps its row (a first sighting sent as it came is recorded without
@@ -40,7 +46,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Hashable, Sequence
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Hashable, Sequence
 
 from scalpel_desktop.exchange import ApiRequest, Decision, Exchange, ResponseResult, Stage
 from scalpel_desktop.pipeline.lane import LANE_MIN_BYTES, deferred_exchange, replay_request, stopping_exchange
@@ -54,6 +61,7 @@ log = logging.getLogger("scalpel.pipeline")
 _BEFORE_ORDER = ("parse-reuse", "identify")
 _RECORDS = ("record",)  # the stages that write an exchange's row (its ledger row): kept when stopping
 ORDER_WAIT_S = 10.0
+OWN_WAIT_S = 0.01  # a large request waits this long for its own conversation's analysis (lane.py)
 
 
 class OrderWaits:
@@ -85,6 +93,7 @@ class Chain:
         self.stages = list(stages)
         self.paused = paused
         self.order_wait_s = ORDER_WAIT_S
+        self.own_wait_s = OWN_WAIT_S  # ... of a large body that would go as it came: then by the lane
         self.order_waits = OrderWaits()
         # A first sighting this large that no stage would change goes out before any stage looks
         # (``pipeline/lane.py``); None: never.
@@ -94,6 +103,10 @@ class Chain:
         self._hurry = False
         self._unrecorded: dict[int, Exchange] = {}  # answered, their row not recorded yet (id -> exchange)
         self._recorded_now: dict[int, Exchange] = {}  # ... recorded by ``record_unfinished`` (kept alive)
+        # Around a request's wait for its conversation's completions: the runtime's completion pool
+        # lets that completion start at once (``proxy/completer.RequestsFirst.aside``).
+        self.aside: Callable[[], ContextManager[Any]] = nullcontext
+        self.yield_to_requests: Callable[[], None] | None = None  # (between a completion's stages: the same pool)
 
     def get(self, name: str) -> Any:
         """The stage called ``name``, or None."""
@@ -144,7 +157,8 @@ class Chain:
         if self._hurry:  # stopping: what the row needs, from the skeleton; no stage runs
             return stopping_exchange(request)
         if not paused and self.lane_min_bytes is not None:
-            lane = deferred_exchange(self.stages, request, self.lane_min_bytes, busy=self._busy)
+            lane = deferred_exchange(self.stages, request, self.lane_min_bytes, busy=self._busy,
+                                     still_busy=self._still_busy if self._pending else None)
             if lane is not None:
                 return lane
         ex = Exchange(request=request)
@@ -195,14 +209,18 @@ class Chain:
                     stages = [s for s in stages if getattr(s, "name", None) in _RECORDS]
             elif ex.forwarded:
                 replay_request(stages, ex)  # its request path, after the answer (FIFO: earlier ones ran)
+            ex.yield_to_requests = self.yield_to_requests
             for stage in stages:
                 if getattr(stage, "name", None) in _RECORDS and not self._take_row(ex):
                     continue  # recorded already, by ``record_unfinished``
+                if ex.yield_to_requests is not None and not self._hurry:
+                    ex.yield_to_requests()
                 try:
                     stage.on_response(ex)
                 except Exception:  # noqa: BLE001
                     log.exception("stage %s failed on response", stage.name)
         finally:
+            ex.yield_to_requests = None
             self._completed(ex)
 
     def _take_row(self, ex: Exchange, now: bool = False) -> bool:
@@ -250,6 +268,13 @@ class Chain:
         with self._pending_lock:
             return bool(self._pending.get(key))
 
+    def _still_busy(self, key: Hashable) -> bool:
+        """Whether ``key``'s earlier completions are still running after ``own_wait_s`` (waited here)."""
+        with self._pending_lock:
+            earlier = [done for done in self._pending.get(key, ()) if not done.is_set()]
+        deadline = time.monotonic() + self.own_wait_s
+        return not all(done.wait(max(0.0, deadline - time.monotonic())) for done in earlier)
+
     def _wait_for_earlier(self, ex: Exchange) -> None:
         """Until every completion of this request's conversation answered before now has run."""
         if not self._pending:
@@ -263,12 +288,13 @@ class Chain:
             return
         started = time.monotonic()
         deadline = started + self.order_wait_s
-        for done in earlier:
-            if not done.wait(max(0.0, deadline - time.monotonic())):
-                self.order_waits.record(time.monotonic() - started, timed_out=True)
-                log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s; "
-                            "going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
-                return
+        with self.aside():
+            for done in earlier:
+                if not done.wait(max(0.0, deadline - time.monotonic())):
+                    self.order_waits.record(time.monotonic() - started, timed_out=True)
+                    log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s;"
+                                " going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
+                    return
         self.order_waits.record(time.monotonic() - started, timed_out=False)
 
 

@@ -43,10 +43,20 @@ LANE_MIN_BYTES = 256 * 1024
 
 
 def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int,
-                      busy: Callable[[Any], bool] = lambda key: False) -> Exchange | None:
+                      busy: Callable[[Any], bool] = lambda key: False,
+                      still_busy: Callable[[Any], bool] | None = None) -> Exchange | None:
     """An exchange that forwards ``request`` as it came, its stages' work all after the answer;
     None when the request takes the usual path. ``busy(key)``: an earlier request of that
     conversation has not completed yet (the usual path waits for it, and then knows it).
+
+    ``still_busy(key)`` (the chain's: it waits a few ms for that completion): when the
+    conversation is still busy after it, the request does not wait for its own analysis. If every
+    stage would send it as it came with what is known now (a first sighting's analysis pending:
+    nothing of it is known, so nothing new is cut), it takes the lane: sent now, its analysis
+    after its answer, behind the one it did not wait for (the completion pool keeps one
+    conversation's order), so that analysis applies to the next request (issue 25 step 2). A
+    stage whose no is only the cheaper path for a known body (``veto_for_speed``: parse-reuse) is
+    not asked then. Otherwise the usual path, which waits.
 
     Stages are asked in order with the skeleton read only when one needs it: parse-reuse,
     first, says no to a conversation's next request (it repeats a remembered body) without it."""
@@ -55,7 +65,13 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
     skeleton = _Lazy(request)
     body = request.body
     try:
+        ahead = False  # the conversation's earlier completion is still running: no waiting for it
+        if still_busy is not None and busy is not None:
+            skel = skeleton()
+            ahead = busy(_key(skel)) and still_busy(_key(skel))
         for stage in stages:
+            if ahead and getattr(stage, "veto_for_speed", False):
+                continue
             got = _agrees(stage, request, skeleton)
             if not got:
                 return None
@@ -64,18 +80,24 @@ def deferred_exchange(stages: Sequence[Any], request: ApiRequest, min_bytes: int
         skel = skeleton()
     except _Unreadable:
         return None
-    if busy((skel.key.session_id, skel.key.agent_id)):
+    if not ahead and busy(_key(skel)):
         return None
     ex = Exchange(request=request, key=skel.key, model=skel.model)
     ex.forwarded = True
     ex.turn = _claimed(stages, request)
     if body is request.body:
-        ex.decision = Decision("unchanged", "a first sighting: sent as it came, analysed after the answer")
+        ex.decision = Decision("unchanged", "sent as it came before its conversation's previous analysis ended; "
+                               "analysed after the answer" if ahead else
+                               "a first sighting: sent as it came, analysed after the answer")
     else:
         ex.new_body = body
         ex.decision = Decision()
         ex.decision.add("replayed", "a dropped conversation: its cuts re-applied, analysed after the answer")
     return ex
+
+
+def _key(skel: Skeleton) -> tuple:
+    return (skel.key.session_id, skel.key.agent_id)
 
 
 def stopping_exchange(request: ApiRequest) -> Exchange:

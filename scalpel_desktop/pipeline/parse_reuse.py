@@ -128,6 +128,8 @@ class ParseReuse:
         """A dropped conversation recorded from its new messages (``surgery/ghost_turn.py``): it is
         not remembered (the memo could not keep it either)."""
 
+    veto_for_speed = True  # (its no to the lane only means the usual path is cheaper: pipeline/lane.py)
+
     def may_defer(self, request: Any, skeleton: Any) -> bool:
         """A first sighting for parse-reuse: no body this one repeats, of its own or the memo's (which
         keeps the request on the usual path: no skeleton read to hear so) (``pipeline/lane.py``)."""

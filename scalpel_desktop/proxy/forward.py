@@ -19,10 +19,11 @@ latency. With ``cache_diagnostics`` on, ``proxy/diagnostics.py`` adds the provid
 beta and field to what the pipeline chose to send (a refusal goes again without them).
 
 After the answer, the pipeline's ``complete`` (the ledger row, a first
-sighting's analysis) runs on a thread of its own and the handler returns at
-once: the connection's next request is never held for it. The pipeline
-orders per conversation (``Chain.answered``): only that conversation's next
-request waits for it, in the worker thread, before its stages run.
+sighting's analysis) runs on the completion pool (``proxy/completer.py``:
+one conversation's completions in order, others beside them; each starts
+once no request is on its request path or streaming, half a second at most)
+and the handler returns at once. Only that conversation's next request waits
+for it (``Chain.answered``, ``pipeline/chain.py``).
 
 The response streams back chunk by chunk as it arrives (``iter_any``), SSE
 included, with no total timeout. The upstream session runs with
@@ -42,10 +43,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import urllib.request
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from ipaddress import ip_address
 from typing import Any, AsyncIterator, Callable
 
 import aiohttp
@@ -56,25 +55,18 @@ from scalpel_desktop import clock
 from scalpel_desktop.wire.usage import Usage
 from scalpel_desktop.exchange import ApiRequest, Exchange, Pipeline, ResponseResult
 from scalpel_desktop.proxy import after_answer, diagnostics
+from scalpel_desktop.proxy.completer import RequestsFirst
 from scalpel_desktop.proxy.headers import client_response_headers, upstream_request_headers
+from scalpel_desktop.proxy.routing import endpoint_of, env_proxy_for, error_body, split_route
 from scalpel_desktop.proxy.trim import Trimmer
-from scalpel_desktop.wire.jsoncodec import dumps
 from scalpel_desktop.wire.usage_tap import UsageTap
 
 log = logging.getLogger("scalpel.proxy")
 
-OPENAI_PREFIX = "/openai"
 # Headers aiohttp would add on its own; the upstream must see only the client's.
 _SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
-_UNREACHABLE = (
-    aiohttp.ClientConnectorError,
-    aiohttp.ServerDisconnectedError,
-    aiohttp.ClientOSError,
-    aiohttp.ServerTimeoutError,
-    aiohttp.ClientPayloadError,
-    asyncio.TimeoutError,
-    ConnectionError,
-)
+_UNREACHABLE = (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+                aiohttp.ServerTimeoutError, aiohttp.ClientPayloadError, asyncio.TimeoutError, ConnectionError)
 
 
 @dataclass
@@ -98,7 +90,8 @@ class ProxyOptions:
     pipeline: Pipeline | None = None
     executor: Executor | None = None  # pipeline work that the answer waits for
     observer: Executor | None = None  # observe-only work, after the answer (one thread keeps the order)
-    completer: Executor | None = None  # completions, after the answer (one thread of their own)
+    completer: Executor | None = None  # completions, after the answer (``completer.KeyedPool``: by conversation)
+    requests_first: RequestsFirst | None = None  # holds the start of completions while requests need the CPU
     on_finished: Callable[[Finished], None] | None = None
     trimmer: Trimmer | None = None  # gives large requests' memory back once they are done (server.py)
     diagnosis: Any = None  # proxy/diagnostics.Diagnosis: the provider's cache diagnosis, opt-in
@@ -125,63 +118,6 @@ async def upstream_session_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await session.close()
-
-
-# -- routing ---------------------------------------------------------------
-
-
-def split_route(raw_path: str) -> tuple[str, str]:
-    """``raw_path`` (path + query, as sent) -> (api, upstream path + query)."""
-    if raw_path == OPENAI_PREFIX or raw_path.startswith((OPENAI_PREFIX + "/", OPENAI_PREFIX + "?")):
-        rest = raw_path[len(OPENAI_PREFIX) :]
-        if not rest.startswith("/"):
-            rest = "/" + rest
-        return "openai", rest
-    return "anthropic", raw_path
-
-
-def endpoint_of(api: str, path: str) -> str:
-    p = path.rstrip("/")
-    if api == "anthropic":
-        if p.endswith("/messages/count_tokens"):
-            return "count_tokens"
-        if p.endswith("/messages"):
-            return "messages"
-    else:
-        if p.endswith("/chat/completions"):
-            return "chat"
-        if p.endswith("/responses"):
-            return "responses"
-    return "other"
-
-
-def error_body(api: str, message: str) -> bytes:
-    """A 502 body in the API's own error shape, so the client's SDK parses it."""
-    if api == "openai":
-        return dumps({"error": {"message": message, "type": "api_error", "param": None, "code": "upstream_unreachable"}})
-    return dumps({"type": "error", "error": {"type": "api_error", "message": message}})
-
-
-_proxy_cache: dict[tuple[str, str], str | None] = {}
-
-
-def env_proxy_for(url: URL) -> str | None:
-    """The HTTP(S)_PROXY the client would have used for this upstream; never for loopback."""
-    host = url.host or ""
-    key = (url.scheme, host)
-    if key in _proxy_cache:
-        return _proxy_cache[key]
-    proxy: str | None = None
-    try:
-        loopback = host == "localhost" or ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        proxies = urllib.request.getproxies()
-        if url.scheme in proxies and not urllib.request.proxy_bypass(host):
-            proxy = proxies[url.scheme]
-    _proxy_cache[key] = proxy
-    return proxy
 
 
 # -- the handler -------------------------------------------------------------
@@ -222,8 +158,19 @@ def _is_api_request(method: str, endpoint: str, headers: Any) -> bool:
 
 
 async def forward(request: web.Request) -> web.StreamResponse:
+    opts = request.app[OPTIONS]
+    gate = opts.requests_first
+    if gate is None:
+        return await _forward(request, opts, None)
+    ticket = gate.entered()
+    try:
+        return await _forward(request, opts, ticket)
+    finally:
+        ticket.finished()
+
+
+async def _forward(request: web.Request, opts: ProxyOptions, ticket: Any) -> web.StreamResponse:
     app = request.app
-    opts = app[OPTIONS]
     session = app[UPSTREAM_SESSION]
     loop = asyncio.get_running_loop()
     received_at = clock.now()
@@ -277,6 +224,9 @@ async def forward(request: web.Request) -> web.StreamResponse:
 
     ask = diagnostics.ask(opts.diagnosis, base, ex, data)  # (after the pipeline: cache bytes as it chose)
     seen = _Seen()
+    if ticket is not None:
+        ticket.sent()  # (the body is read and the pipeline has run: what is left mostly waits on the upstream)
+        seen.touch = opts.requests_first.touch
     try:
         resp = await _exchange(request, session, url, data, api, t0, seen, ask)
     except asyncio.CancelledError:
@@ -300,8 +250,7 @@ async def forward(request: web.Request) -> web.StreamResponse:
                 # orders per conversation instead (``answered``): that conversation's next request
                 # waits in ``process`` until this completion has run; no other one does.
                 after_answer.answered(pipeline, ex, result)
-                after_answer.background(opts, loop.run_in_executor(
-                    after_answer.completer(opts), after_answer.complete, pipeline, ex, result))
+                after_answer.background(opts, after_answer.run_completion(opts, pipeline, ex, result))
     return resp
 
 
@@ -324,6 +273,7 @@ class _Seen:
         self.error = ""
         self.tap: UsageTap | None = None
         self.broken = False
+        self.touch: Callable[[], None] = _nothing  # each chunk streamed (``RequestsFirst.touch``)
 
     def usage(self) -> Usage | None:
         if self.tap is None or self.broken:
@@ -363,6 +313,7 @@ async def _exchange(request: web.Request, session: aiohttp.ClientSession, url: U
         try:
             async for chunk in diagnostics.chunks(up, early):
                 tap.feed(chunk)  # before the write: what the upstream sent is billed even if the client left
+                seen.touch()
                 await resp.write(chunk)
             await resp.write_eof()
         except ConnectionResetError as e:  # aiohttp.ClientConnectionResetError included
@@ -383,6 +334,10 @@ async def _exchange(request: web.Request, session: aiohttp.ClientSession, url: U
         return resp
     finally:
         up.close()  # no-op after a complete read; otherwise the upstream connection is dropped
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Broken(Exception):

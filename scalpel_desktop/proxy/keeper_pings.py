@@ -37,7 +37,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from scalpel_desktop.proxy.forward import env_proxy_for
+from scalpel_desktop.proxy.routing import env_proxy_for
 from scalpel_desktop.proxy.headers import upstream_request_headers
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 from scalpel_desktop.wire.usage import Usage

@@ -128,13 +128,25 @@ def _nothing_to_replay(stage: Any, raw: bytes, ckey: Any, pol: Policy, last: Any
 
 
 def analyse_after(stage: Any, ex: Exchange) -> None:
-    """The full path's record of a first sighting sent as it came, after its response."""
+    """The full path's record of a first sighting sent as it came, after its response.
+
+    Only what touches the stage's shared state (the memo, the economist, the cut log) holds the
+    stage's lock; the view and the doom scan of this request's own document (most of the time: a
+    3 MB first sighting's 190 ms, 180 of them there) run outside it, so another conversation's
+    request never waits for them (issue 25). The conversation's own next request waits for this
+    completion in the chain's order (``pipeline/chain.py``), or goes as it came by the lane."""
     try:
         _analyse_after(stage, ex)
     except Exception as e:  # noqa: BLE001 - only a body nested deeper than the codec writes
         if not too_deep(e):
             raise
         ex.decision.note("body nests deeper than the JSON codec writes: forwarded as sent")
+
+
+def _pause(ex: Exchange) -> None:
+    """Between the analysis's long phases: requests on their way go first (``Chain.complete``)."""
+    if ex.yield_to_requests is not None:
+        ex.yield_to_requests()
 
 
 def _analyse_after(stage: Any, ex: Exchange) -> None:
@@ -147,44 +159,51 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     model = ex.model or (doc.get("model") if isinstance(doc.get("model"), str) else "") or ""
     pol = policy_named(stage._get("policy"))
     layout = ex.layout if ex.layout is not None else locate(req.body, doc, None)
-    stage.memo.make_room(len(req.body), messages_in(doc))  # old analyses go before this one
-    view = view_for(req.endpoint, doc)
+    with stage._lock:
+        stage.memo.make_room(len(req.body), messages_in(doc))  # old analyses go before this one
+    _pause(ex)
+    view = view_for(req.endpoint, doc)  # (this request's own document: no lock)
     if view is None:
         return
     dirs = stage._get("exclude_dirs")
     if dirs and excluded(view.cwd(), dirs):
         ex.decision.note("working directory excluded")
         return
-    # What went out: as it came, or a known conversation's body with its logged cuts (``ghost_body``).
-    replayed = stage._reapply(view) if ex.new_body is not None else {}
+    with stage._lock:
+        # What went out: as it came, or a known conversation's body with its logged cuts (``ghost_body``).
+        replayed = stage._reapply(view) if ex.new_body is not None else {}
     body = view.serialize() if view.replaced else req.body
     if body != ex.body_to_send():
         log.error("a dropped conversation's request went out other than its full path would send it; "
                   "the conversation is analysed anew on its next request")
-        stage.economist.conversations.pop(ckey, None)
+        with stage._lock:
+            stage.economist.conversations.pop(ckey, None)
         ex.decision.note("sent other than the full path would have: analysed anew next time")
         return
     shape = stage._shape(ex, doc, ckey, model, stage._hashes(view, layout), layout, pol)
-    brk = stage.economist.natural_break(shape)
+    with stage._lock:
+        brk = stage.economist.natural_break(shape)
     # What the full path would have looked at, decided and recorded (its figures included).
     spans = []
     looked = pol.looks_for_dead(sum(1 for r in view.tool_results if r.unit_index >= brk.index),
                                 int(stage._get("keep_recent")))
     if looked:
-        spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))
+        _pause(ex)
+        spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))  # (no lock)
     candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
-    plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)
-    if plan.cut_ids:  # send_as_it_came ruled this out: say so rather than record a cut never sent
-        log.warning("a first sighting went out as it came where the full path would have cut (%s)", plan.reason)
-        plan = Plan(natural_break=brk, reason=f"sent before its analysis; {plan.reason}", figures=plan.figures)
-    serial = stage.economist.record_sent(shape, shape.unit_hashes, brk)
-    ex.surgery = sent = SurgerySent(serial, ckey, model)
     positions = stage._stub_positions(body, view, replayed, []) if replayed else []
-    sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
-    sent.bytes_removed = len(req.body) - len(body)
-    if layout is not None:
-        stage._remember(ckey, req.body, layout, view, body if view.replaced else None, list(shape.unit_hashes),
-                        positions)
-    dead = {"dead_left": sum(s.tokens for s in spans)} if looked else None
-    stage._decide(ex, plan, replayed=len(replayed), cuts=[], removed=sum(t for _, _, t, _ in sent.stubs),
-                  extra=dead)
+    with stage._lock:
+        plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)
+        if plan.cut_ids:  # send_as_it_came ruled this out: say so rather than record a cut never sent
+            log.warning("a first sighting went out as it came where the full path would have cut (%s)", plan.reason)
+            plan = Plan(natural_break=brk, reason=f"sent before its analysis; {plan.reason}", figures=plan.figures)
+        serial = stage.economist.record_sent(shape, shape.unit_hashes, brk)
+        ex.surgery = sent = SurgerySent(serial, ckey, model)
+        sent.stubs = [(tid, off / max(1, len(body)), saved, kind) for tid, off, saved, kind, _ in positions]
+        sent.bytes_removed = len(req.body) - len(body)
+        if layout is not None:
+            stage._remember(ckey, req.body, layout, view, body if view.replaced else None, list(shape.unit_hashes),
+                            positions)
+        dead = {"dead_left": sum(s.tokens for s in spans)} if looked else None
+        stage._decide(ex, plan, replayed=len(replayed), cuts=[], removed=sum(t for _, _, t, _ in sent.stubs),
+                      extra=dead)

@@ -325,13 +325,13 @@ class SurgeryStage:
 
     # ------------------------------------------------------------------ response
     def on_response(self, ex: Exchange) -> None:
+        if ex.analyse_later:  # (it takes the lock around the shared state only: first_sighting.py)
+            ex.analyse_later = False
+            first_sighting.analyse_after(self, ex)
         with self._lock:
             self._on_response(ex)
 
     def _on_response(self, ex: Exchange) -> None:
-        if ex.analyse_later:
-            ex.analyse_later = False
-            first_sighting.analyse_after(self, ex)
         sent, res = ex.surgery, ex.response
         if sent is None or res is None:
             return

@@ -4,6 +4,7 @@ and what its completion records is exactly what the usual path records on the re
 from __future__ import annotations
 
 import logging
+import time
 
 from scalpel_desktop.accounting.prices import PriceTable
 from scalpel_desktop.exchange import ApiRequest, Exchange, ResponseResult
@@ -115,15 +116,40 @@ def test_the_tool_filter_on_takes_the_usual_path_and_off_pins_the_session_empty(
     assert stored is not None and stored.names == frozenset()
 
 
-def test_a_conversation_with_a_completion_pending_takes_the_usual_path(tmp_path):
-    chain, _ = _chain(tmp_path)
-    chain.order_wait_s = 0.05
+def test_a_conversation_whose_analysis_is_still_running_does_not_wait_for_it(tmp_path):
+    """Issue 25 step 2: its next request goes as it came by the lane after ``own_wait_s``, and is
+    analysed after the pending one; one that may need a cut waits for it (the usual path)."""
+    chain, stage = _chain(tmp_path)
+    chain.order_wait_s = 5.0
     s = _session()
     first = chain.process(_request(dumps(s.body()), 1000.0))
     assert first.forwarded
-    chain.answered(first)  # answered; its completion has not run
+    chain.answered(first)  # answered; its completion (the analysis) has not run
     s.call("Read", {"file_path": "/home/user/proj/z.py"}, file_text("z", 30))
-    assert not chain.process(_request(dumps(s.body()), 1001.0)).forwarded
+    body2 = dumps(s.body())
+    t0 = time.monotonic()
+    second = chain.process(_request(body2, 1001.0))
+    assert time.monotonic() - t0 < 1.0  # not the order wait
+    assert second.forwarded and second.body_to_send() is body2
+    assert "previous analysis" in second.decision.reason and stage.economist.conversations == {}
+    chain.answered(second)
+    _done(chain, first, 1000.0)
+    _done(chain, second, 1001.0)  # (the completion pool runs them in this order)
+    (key,) = stage.economist.conversations
+    assert len(stage.memo.get(key).sent_hashes) == len(s.body()["messages"])  # the second one's record
+    s.call("Read", {"file_path": "/home/user/proj/w.py"}, file_text("w", 30))
+    third = _done(chain, chain.process(_request(dumps(s.body()), 1002.0)), 1002.0)
+    assert not third.forwarded and chain.get("parse-reuse").reused >= 1  # known: the usual path
+
+    busy, _ = _chain(tmp_path, "busy.db")
+    busy.order_wait_s = 0.3
+    s = _session()
+    first = busy.process(_request(dumps(s.body()), 1000.0))
+    busy.answered(first)
+    s.calls([("Read", {"file_path": f"/home/user/proj/p{i}.py"}, file_text(f"p{i}", 20), None) for i in range(5)])
+    t0 = time.monotonic()
+    assert not busy.process(_request(dumps(s.body()), 1001.0)).forwarded  # a free cut may be there: it waits
+    assert time.monotonic() - t0 >= 0.3 and busy.order_waits.snapshot()["timed_out"] == 1
 
 
 def test_under_the_size_bound_and_when_paused_the_usual_path(tmp_path):

@@ -131,3 +131,40 @@ def test_under_death_a_first_sighting_goes_out_at_once_and_the_full_path_agrees(
     assert ex.analyse_later and ex.surgery is None and ex.body_to_send() is body
     chain.complete(ex, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0))
     _assert_the_full_path_agrees(tmp_path, body, ex, stage, history=history)
+
+
+def test_another_conversation_s_request_does_not_wait_for_an_analysis_s_doom_scan(tmp_path):
+    """Issue 25: the analysis after the answer holds the stage's lock around the shared state only;
+    the doom scan of its own document runs outside it, and between its phases it lets requests go
+    first (``Exchange.yield_to_requests``, the completion pool's gate)."""
+    import threading
+    import time
+
+    chain, stage = _chain(tmp_path, policy="death")
+    scanning, release = threading.Event(), threading.Event()
+    real = stage.find_spans
+
+    def slow_scan(view, config, tier):
+        scanning.set()
+        assert release.wait(10)
+        return real(view, config, tier=tier)
+
+    stage.find_spans = slow_scan
+    first = _send(chain, dumps(_session().body()), 1000.0, done=False)
+    assert first.analyse_later
+    yielded = []
+    chain.yield_to_requests = lambda: yielded.append(1)
+    worker = threading.Thread(target=lambda: chain.complete(first, ResponseResult(200, Usage(cache_read=1000), 1, 1, 1001.0)))
+    worker.start()
+    assert scanning.wait(10)
+    other = SessionBuilder(session_id="00000000-0000-4000-8000-0000000000f2")
+    other.call("Read", {"file_path": "/home/user/proj/o.py"}, file_text("o", 30))
+    stage.find_spans = real
+    t0 = time.monotonic()
+    ex = chain.process(ApiRequest("POST", "/v1/messages", "", "anthropic", "messages",
+                                  {**HEADERS, "x-claude-code-session-id": other.session_id}, dumps(other.body()), 1000.5))
+    assert time.monotonic() - t0 < 5 and ex.key.session_id == other.session_id  # it did not wait for the scan
+    release.set()
+    worker.join(10)
+    assert first.surgery is not None and first.decision.figures["candidates"] > 0  # the analysis was recorded
+    assert len(yielded) >= 3  # between the chain's stages and the analysis's phases

@@ -36,14 +36,15 @@ PAUSE_S = 9 * 60
 
 
 def _session(wd: Path, clock_file: Path, url: str, between=lambda: None) -> dict:
-    """The session, ``between`` (a restart, or nothing), the resume 9 minutes after its last answer.
+    """The session, ``between`` (a restart, or nothing: each waits for the session's rows), the resume
+    9 minutes after its last answer.
     Returns the ledger row of the resume's first request of the main model."""
     clock.set_offset(clock_file, 0)
     rc, res, out, err = run_claude(url, wd, "Look at notes.txt and fix the TODO.")
     assert rc == 0 and res and not res["is_error"], (out[-1500:], err[-1500:])
+    between()  # (it waits for every row of the session: read before it, the last could be missing)
     before = _rows(dirs().database)
     last = max(r["answered_at"] or 0 for r in before)
-    between()
     clock.set_offset(clock_file, last + PAUSE_S - time.time())  # 9 minutes after the last answer
     rc, res2, out, err = run_claude(url, wd, "Check notes.txt again.", resume=res["session_id"])
     assert rc == 0 and res2 and not res2["is_error"] and res2["result"] == RESUME_TEXT, (out[-1500:], err[-1500:])
