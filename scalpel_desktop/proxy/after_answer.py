@@ -31,11 +31,6 @@ _DEFAULT_COMPLETER: Executor | None = None
 # needs the interpreter lock once per chunk. CPython hands it over after the switch interval (5 ms
 # by default): an answer of 30 chunks then waits 150 ms behind two analyses. 0.5 ms makes that 15.
 SWITCH_INTERVAL_S = 0.0005
-# Whole analyses (a first sighting's, after its answer) at once: each holds a parsed document, its
-# view and scan (tens of MB at 3 MB); two side by side left the proxy at 126 MB after 300 requests
-# of ten 2.6 MB conversations in turn, one at a time at 97 (``benchmarks/proxy_memory.py``). The
-# rows and light completions of other conversations still run beside one.
-MAX_HEAVY = 1
 
 
 def pool_size() -> int:
@@ -50,7 +45,7 @@ def completion_pool(chain: Any = None) -> KeyedPool:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if chain is not None:
         chain.aside, chain.yield_to_requests = gate.aside, gate.wait_turn
-    return KeyedPool(pool_size(), gate=gate, max_heavy=MAX_HEAVY)
+    return KeyedPool(pool_size(), gate=gate)
 
 
 def completer(opts: Any) -> Executor:
@@ -71,8 +66,7 @@ def run_completion(opts: Any, pipeline: Pipeline, ex: Exchange, result: Response
     pending = ex.pending_completion
     key = pending[0] if isinstance(pending, tuple) and pending else None
     if isinstance(pool, KeyedPool):
-        heavy = bool(ex.analyse_later or ex.forwarded or ex.layout_later is not None)
-        return asyncio.wrap_future(pool.submit_in(key, complete, pipeline, ex, result, heavy=heavy))
+        return asyncio.wrap_future(pool.submit_in(key, complete, pipeline, ex, result))
     return asyncio.get_running_loop().run_in_executor(pool, complete, pipeline, ex, result)
 
 

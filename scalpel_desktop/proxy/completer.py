@@ -12,10 +12,7 @@ run one after the other in the order they were submitted, never two at once;
 different conversations run side by side, and a completion without a key
 runs as soon as a thread is free. A conversation's next completion goes to
 the back of the pool's queue when the one before it ends, so one busy
-conversation does not keep a thread from the others. A heavy one (a whole
-analysis: ``max_heavy`` at once) whose turn has come while that many run
-waits without a thread, so the light ones (rows) of other conversations
-still pass it; memory then holds one analysis at a time, as before the pool.
+conversation does not keep a thread from the others.
 
 ``RequestsFirst``: with one interpreter lock, a completion running while a
 request is on its way slows that request (200 concurrent first sightings of
@@ -144,30 +141,23 @@ class Ticket:
 class KeyedPool(Executor):
     """A thread pool whose tasks of one key run in submission order, one at a time (module docstring)."""
 
-    def __init__(self, workers: int, name: str = "scalpel-complete", gate: RequestsFirst | None = None,
-                 max_heavy: int | None = None):
-        """``max_heavy``: how many heavy tasks (``submit_in(..., heavy=True)``) run at once (None: any)."""
+    def __init__(self, workers: int, name: str = "scalpel-complete", gate: RequestsFirst | None = None):
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=name)
         self.workers = max(1, workers)
         self.gate = gate
-        self.max_heavy = max_heavy
         self._lock = threading.Lock()
         self._queues: dict[Hashable, deque] = {}  # key -> tasks waiting behind the one running
         self._pending: set[Future] = set()  # submitted, not done
-        self._heavy_running = 0
-        self._heavy_waiting: deque = deque()  # (key, task) of heavy tasks whose turn has come, no thread yet
         self._shut = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         """A task of no conversation: as soon as a thread is free."""
         return self.submit_in(None, fn, *args, **kwargs)
 
-    def submit_in(self, key: Hashable | None, fn: Callable[..., Any], /, *args: Any, heavy: bool = False,
-                  **kwargs: Any) -> Future:
-        """``fn(*args)`` after every task of ``key`` submitted before it (None: no order). A ``heavy``
-        one (a whole analysis) also waits, holding no thread, while ``max_heavy`` others run."""
+    def submit_in(self, key: Hashable | None, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """``fn(*args)`` after every task of ``key`` submitted before it (None: no order)."""
         fut: Future = Future()
-        task = (fut, fn, args, kwargs, heavy)
+        task = (fut, fn, args, kwargs)
         with self._lock:
             if self._shut:
                 raise RuntimeError("cannot schedule new futures after shutdown")
@@ -193,8 +183,6 @@ class KeyedPool(Executor):
             if cancel_futures:
                 for q in self._queues.values():
                     q.clear()
-                queued += [t for _, t in self._heavy_waiting]
-                self._heavy_waiting.clear()
         for fut, *_ in queued:
             self._drop(fut)
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -204,24 +192,17 @@ class KeyedPool(Executor):
                     self._drop(fut)
 
     def _start(self, key: Hashable | None, task: tuple) -> None:
-        if task[4] and self.max_heavy is not None:
-            with self._lock:
-                if self._heavy_running >= self.max_heavy:
-                    self._heavy_waiting.append((key, task))
-                    return
-                self._heavy_running += 1
         try:
             inner = self._pool.submit(self._run, key, task)
         except RuntimeError:  # shut down meanwhile: dropped (the stop records its row)
             self._drop(task[0])
-            self._heavy_done(task[4])
             self._next(key)
             return
         # A task the inner pool cancels at shutdown never runs: neither must what waits behind it.
         inner.add_done_callback(lambda f: self._cancelled(key, task) if f.cancelled() else None)
 
     def _run(self, key: Hashable | None, task: tuple) -> None:
-        fut, fn, args, kwargs, heavy = task
+        fut, fn, args, kwargs = task
         try:
             if fut.set_running_or_notify_cancel():
                 if self.gate is not None:
@@ -235,19 +216,7 @@ class KeyedPool(Executor):
         finally:
             with self._lock:
                 self._pending.discard(fut)
-            self._heavy_done(heavy)
             self._next(key)
-
-    def _heavy_done(self, heavy: bool) -> None:
-        """A heavy task ended (or never ran): the next heavy one whose turn has come starts."""
-        if not heavy or self.max_heavy is None:
-            return
-        with self._lock:
-            self._heavy_running -= 1
-            if not self._heavy_waiting:
-                return
-            key, task = self._heavy_waiting.popleft()
-        self._start(key, task)
 
     def _next(self, key: Hashable | None) -> None:
         if key is None:
@@ -262,7 +231,6 @@ class KeyedPool(Executor):
 
     def _cancelled(self, key: Hashable | None, task: tuple) -> None:
         self._drop(task[0])
-        self._heavy_done(task[4])
         self._next(key)
 
     def _drop(self, fut: Future) -> None:

@@ -14,9 +14,8 @@ by serializing only what lies around the messages.
 from __future__ import annotations
 
 import re
-from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol
 
 from scalpel_desktop.wire.hashing import message_hash
 from scalpel_desktop.wire.jsoncodec import dumps, loads
@@ -36,8 +35,8 @@ class Layout:
     reused: int = 0  # messages taken over from the previous request
     # Each message's estimated tokens at ``chars per token`` (``unit_tokens``), filled on first use;
     # ``seed``: the previous layout's, whose first ``reused`` this one's repeat (O(new) to fill).
-    tokens: tuple[float, Any] | None = field(default=None, repr=False, compare=False)
-    seed: tuple[float, Any] | None = field(default=None, repr=False, compare=False)
+    tokens: tuple[float, list[int]] | None = field(default=None, repr=False, compare=False)
+    seed: tuple[float, list[int]] | None = field(default=None, repr=False, compare=False)
     # Where the raw body's ``"cache_control"`` keys start (``marker_offsets``), filled on first use;
     # ``marker_seed``: the previous layout's, in the bytes this one's first ``reused`` messages repeat.
     markers: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
@@ -66,18 +65,17 @@ def marker_offsets(layout: Layout, raw: bytes) -> tuple[int, ...]:
     return layout.markers
 
 
-def unit_tokens(layout: Layout, chars_per_token: float) -> Sequence[int]:
+def unit_tokens(layout: Layout, chars_per_token: float) -> list[int]:
     """Each message's estimated tokens (its compact bytes / ``chars_per_token``, rounded down),
-    computed for the new messages only where the previous layout's are known. Read-only; an
-    ``array`` (8 bytes a message kept with the layout, not an int object each)."""
+    computed for the new messages only where the previous layout's are known. Read-only."""
     got = layout.tokens
     if got is not None and got[0] == chars_per_token:
         return got[1]
     k, seed, sizes = layout.reused, layout.seed, layout.sizes
     if seed is not None and seed[0] == chars_per_token and len(seed[1]) >= k:
-        tokens = seed[1][:k] + array("q", [int(n / chars_per_token) for n in sizes[k:]])
+        tokens = seed[1][:k] + [int(n / chars_per_token) for n in sizes[k:]]
     else:
-        tokens = array("q", [int(n / chars_per_token) for n in sizes])
+        tokens = [int(n / chars_per_token) for n in sizes]
     layout.tokens, layout.seed = (chars_per_token, tokens), None
     return tokens
 

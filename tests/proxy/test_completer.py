@@ -91,42 +91,6 @@ def test_pending_lists_what_is_not_done_and_shutdown_cancels_what_waits():
         pool.submit_in("a", lambda: None)
 
 
-def test_heavy_tasks_run_one_at_a_time_and_light_ones_pass_them_without_a_thread_held():
-    pool = KeyedPool(2, max_heavy=1)
-    release = threading.Event()
-    first = pool.submit_in("a", release.wait, 10, heavy=True)
-    second = pool.submit_in("b", lambda: "b", heavy=True)  # its turn has come: it waits for "a"'s
-    light = pool.submit_in("c", lambda: "c")  # and holds no thread: this one runs at once
-    assert light.result(timeout=5) == "c"
-    time.sleep(0.05)
-    assert not second.done() and set(pool.pending()) == {first, second}
-    release.set()
-    assert second.result(timeout=5) == "b" and first.result(timeout=5) is True
-    assert pool.pending() == [] and pool._heavy_running == 0
-    pool.shutdown()
-
-
-def test_a_heavy_task_that_fails_or_is_cancelled_lets_the_next_one_run():
-    pool = KeyedPool(1, max_heavy=1)
-
-    def boom():
-        raise ValueError("bad analysis")
-
-    release = threading.Event()
-    failed = pool.submit_in("a", boom, heavy=True)
-    after = pool.submit_in("b", lambda: 2, heavy=True)
-    with pytest.raises(ValueError):
-        failed.result(timeout=5)
-    assert after.result(timeout=5) == 2
-    blocker = pool.submit_in("a", release.wait, 10, heavy=True)
-    waiting = pool.submit_in("b", lambda: 3, heavy=True)
-    time.sleep(0.05)
-    pool.shutdown(wait=False, cancel_futures=True)  # the stop: what has not started is dropped
-    release.set()
-    assert blocker.result(timeout=5) is True and waiting.cancelled()
-    assert pool.pending() == []
-
-
 def test_a_completion_waits_while_a_request_is_on_its_request_path_but_not_for_long():
     gate = RequestsFirst(quiet_s=0.005, max_defer_s=0.3)
     ticket = gate.entered()
@@ -159,12 +123,9 @@ def test_a_completion_starts_once_the_request_has_left_upstream_and_the_stream_i
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.booleans()), min_size=1, max_size=40), st.integers(1, 4),
-       st.sampled_from([None, 1, 2]))
-def test_every_key_keeps_its_submission_order(tasks, workers, max_heavy):
-    """Whatever is heavy and however many heavy ones may run at once."""
-    keys = [k for k, _ in tasks]
-    pool = KeyedPool(workers, max_heavy=max_heavy)
+@given(st.lists(st.sampled_from("abc"), min_size=1, max_size=40), st.integers(1, 4))
+def test_every_key_keeps_its_submission_order(keys, workers):
+    pool = KeyedPool(workers)
     done: list[tuple[str, int]] = []
     lock = threading.Lock()
 
@@ -172,11 +133,10 @@ def test_every_key_keeps_its_submission_order(tasks, workers, max_heavy):
         with lock:
             done.append((key, i))
 
-    futures = [pool.submit_in(k, job, k, i, heavy=h) for i, (k, h) in enumerate(tasks)]
+    futures = [pool.submit_in(k, job, k, i) for i, k in enumerate(keys)]
     for f in futures:
         f.result(timeout=10)
     pool.shutdown()
-    assert pool._heavy_running == 0
     for key in set(keys):
         assert [i for k, i in done if k == key] == [i for i, k in enumerate(keys) if k == key]
     assert len(done) == len(keys)

@@ -237,6 +237,6 @@ def test_markers_and_tokens_found_in_the_new_bytes_are_those_of_the_whole_body(f
         assert got is not None
         assert (got.seed is not None) == (got.marker_seed is not None) == bool(got.reused)  # (resumed)
         assert marker_offsets(got, raw) == _all_markers(raw)
-        assert list(unit_tokens(got, 3.5)) == [int(n / 3.5) for n in got.sizes]
+        assert unit_tokens(got, 3.5) == [int(n / 3.5) for n in got.sizes]
         prev = LaidOutBody(raw, got)
-    assert list(unit_tokens(got, 4.0)) == [int(n / 4.0) for n in got.sizes]  # (another rate: anew)
+    assert unit_tokens(got, 4.0) == [int(n / 4.0) for n in got.sizes]  # (another rate: anew)
