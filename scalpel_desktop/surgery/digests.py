@@ -92,14 +92,6 @@ def packed(hashes: Sequence[Hashable]) -> Digests | tuple:
     return tuple(hashes)
 
 
-def joined(head: Any, k: int, tail: Sequence[Hashable]) -> Any:
-    """The first ``k`` of ``head``'s hashes and then ``tail``'s, packed when both are digests."""
-    more = packed(tail)
-    if isinstance(head, Digests) and isinstance(more, Digests):
-        return Digests(head.blob[:k * SIZE] + more.blob)
-    return tuple(head[:k]) + tuple(tail)
-
-
 def common_prefix_packed(a: Digests, b: Digests) -> int:
     """How many leading hashes ``a`` and ``b`` share (one comparison when one extends the other)."""
     n = min(len(a), len(b))

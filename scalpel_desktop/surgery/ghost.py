@@ -47,7 +47,7 @@ from xxhash import xxh3_128_intdigest
 
 from scalpel_desktop.accounting.context_regions import result_chars, working_directory
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
-from scalpel_desktop.surgery.digests import Digests, ids_of, joined, packed, packed_ids
+from scalpel_desktop.surgery.digests import SIZE, Digests, ids_of, packed, packed_ids
 from scalpel_desktop.surgery.result_facts import doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, follow
 from scalpel_desktop.surgery.pin import Pinnable
@@ -342,6 +342,14 @@ class _Pins:
         if got is None:
             raise _NotPinned()
         return got
+
+
+def joined(head: Any, k: int, tail: list) -> Any:
+    """The first ``k`` of ``head``'s hashes and then ``tail``'s, packed when both are digests."""
+    more = packed(tail)
+    if isinstance(head, Digests) and isinstance(more, Digests):
+        return Digests(head.blob[:k * SIZE] + more.blob)
+    return tuple(head[:k]) + tuple(tail)
 
 
 def _tail(raw: bytes, head_len: int) -> tuple[dict | None, list, list, list]:

@@ -30,7 +30,7 @@ class Snapshot:
     layout: Layout
     sent: bytes | None  # None: the original bytes were sent
     shift: list[int]  # sent offset of ends[i] = ends[i] + shift[i]
-    sent_hashes: Any  # (packed: ``surgery/digests.py``)
+    sent_hashes: list[bytes]
     stubs: list[tuple[str, int, int, int]] = field(default_factory=list)  # (id, sent offset, tokens saved, unit)
     _head: bytes | None = field(default=None, repr=False)
     # The conversation view of the last request analysed in full (its rewrite

@@ -42,7 +42,6 @@ from scalpel_desktop.surgery.economist import Economist, tool_changes_beta
 from scalpel_desktop.surgery import first_sighting, ghost_turn
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.unit_hashes import sent_unit_hashes
-from scalpel_desktop.surgery.digests import joined
 from scalpel_desktop.surgery.ghost import Ghosts
 from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
@@ -231,7 +230,7 @@ class SurgeryStage:
         sent.bytes_removed = len(base) - len(body)
         ex.surgery = sent
         if layout is not None and pinned_at is None:  # a pinned body is not the next request's prefix: no reuse
-            self._remember(ckey, base, layout, view, body if view.replaced else None, sent_hashes, positions)
+            self._remember(ckey, base, layout, view, body if view.replaced else None, list(sent_hashes), positions)
         # dead tool output found and not cut now: still carried (the dashboard's context breakdown)
         dead = {"dead_left": max(0, sum(s.tokens for s in spans) - sum(c.tokens for c in cuts))} if looked else None
         self._decide(ex, plan, replayed=len(replayed), cuts=cuts, removed=sum(t for _, _, t, _ in sent.stubs),
@@ -251,7 +250,7 @@ class SurgeryStage:
                     for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
         if tail_ids and self.cutlog.lookup([t for t in tail_ids if isinstance(t, str)]):
             return False
-        hashes = joined(snap.sent_hashes, k, layout.hashes[k:])
+        hashes = tuple(snap.sent_hashes[:k]) + tuple(layout.hashes[k:])
         shape = self._shape(ex, doc, ckey, model, hashes, layout, pol)
         brk = self.economist.natural_break(shape)
         if pol.looks_for_dead(first_sighting.results_in(msgs[brk.index:]), int(self._get("keep_recent"))):
@@ -275,7 +274,7 @@ class SurgeryStage:
         return True
 
     def _remember(self, ckey: Any, raw: bytes, layout: Layout, view: Any, sent: bytes | None,
-                  sent_hashes: Any, positions: list) -> None:
+                  sent_hashes: list, positions: list) -> None:
         sizes = layout.sizes
         shift = [0] * len(sizes)  # unchanged before the first message a stub went into
         touched = {unit for *_, unit in positions}

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalpel_desktop.surgery.digests import packed
 from scalpel_desktop.wire.hashing import message_hash
 from scalpel_desktop.wire.layout import Layout
 
 _HASHES_OF_REWRITTEN = "_scalpel_rewritten_hashes"  # on a view: {unit: (rewritten message, its hash)}
 
 
-def sent_unit_hashes(view: Any, layout: Layout | None, previous: Any = None) -> Any:
-    """The economist's per-unit hashes of the view's CURRENT document (stubs included), packed
-    (``surgery/digests.py``: read like a tuple; compared, kept and digested as one ``bytes``).
+def sent_unit_hashes(view: Any, layout: Layout | None, previous: Any = None) -> tuple:
+    """The economist's per-unit hashes of the view's CURRENT document (stubs included).
 
     A rewritten message that is the very object ``previous`` sent (an
     adopted replay) keeps the hash computed for it then (messages are
@@ -28,7 +26,7 @@ def sent_unit_hashes(view: Any, layout: Layout | None, previous: Any = None) -> 
         return tuple(view.unit_hashes())
     msgs = view.doc["messages"]
     if layout is None or len(layout.hashes) != len(msgs):
-        return packed([message_hash(m) for m in msgs])
+        return tuple(message_hash(m) for m in msgs)
     hashes = list(layout.hashes)
     known = previous.__dict__.get(_HASHES_OF_REWRITTEN, {}) if previous is not None else {}
     mine: dict[int, tuple[Any, bytes]] = {}
@@ -42,4 +40,4 @@ def sent_unit_hashes(view: Any, layout: Layout | None, previous: Any = None) -> 
             hashes[i] = h
             mine[i] = (m, h)
     view.__dict__[_HASHES_OF_REWRITTEN] = mine
-    return packed(hashes)  # (packed once here: the economist compares and keeps them as bytes)
+    return tuple(hashes)
