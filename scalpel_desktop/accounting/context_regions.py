@@ -20,14 +20,11 @@ under ``~`` when it is below the home directory (never the user's name).
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
-from typing import Any, Hashable, Sequence
+from typing import Any
 
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT
 from scalpel_desktop.wire.jsoncodec import dumps
-from scalpel_desktop.wire.prefix_fold import PrefixFold
 
 REGIONS = ("system", "tools", "mcp_tools", "messages", "tool_results")
 MCP_PREFIX = "mcp__"
@@ -64,12 +61,10 @@ def _result_chars(block: dict) -> int:
     return n
 
 
-def measure(endpoint: str, doc: Any, body_bytes: int, results_before: int = 0,
-            results_of: Any = None) -> dict[str, int] | None:
+def measure(endpoint: str, doc: Any, body_bytes: int, results_before: int = 0) -> dict[str, int] | None:
     """Estimated tokens per region of ``doc`` (None when it is not a conversation body).
     ``results_before``: ``result_chars`` of messages the body has before ``doc``'s own (a body
-    measured from its new messages: ``surgery/ghost_turn.py``); ``results_of(endpoint, messages)``:
-    how ``result_chars`` is had (``ResultsResumed.chars`` for a known conversation)."""
+    measured from its new messages: ``surgery/ghost_turn.py``)."""
     if not isinstance(doc, dict) or endpoint not in ("messages", "chat", "responses"):
         return None
     system = doc.get("system") if endpoint == "messages" else doc.get("instructions")
@@ -83,7 +78,7 @@ def measure(endpoint: str, doc: Any, body_bytes: int, results_before: int = 0,
             (mcp if isinstance(name, str) and name.startswith(MCP_PREFIX) else plain).append(t)
     sys_b, tools_b, mcp_b = _size(system), _size(plain), _size(mcp)
     messages = doc.get("messages") if endpoint != "responses" else doc.get("input")
-    results = results_before + (results_of or result_chars)(endpoint, messages)
+    results = results_before + result_chars(endpoint, messages)
     if endpoint == "chat" and isinstance(messages, list):
         sys_b += sum(_size(m) for m in messages if isinstance(m, dict) and m.get("role") == "system")
     rest = max(0, body_bytes - sys_b - tools_b - mcp_b - results)
@@ -93,44 +88,22 @@ def measure(endpoint: str, doc: Any, body_bytes: int, results_before: int = 0,
 
 def result_chars(endpoint: str, messages: Any) -> int:
     """The characters of the tool results in ``messages`` (what ``measure`` counts as that region)."""
+    results = 0
     if not isinstance(messages, list):
         return 0
-    return sum(_message_results(endpoint, m) for m in messages)
-
-
-def _message_results(endpoint: str, m: Any) -> int:
-    if not isinstance(m, dict):
-        return 0
-    results = 0
-    if endpoint == "messages":
-        content = m.get("content")
-        if isinstance(content, list):
-            for b in content:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    results += _result_chars(b)
-    elif m.get("role") == "tool" or m.get("type") == "function_call_output":
-        c = m.get("content", m.get("output"))
-        results += len(c) if isinstance(c, str) else _size(c)
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if endpoint == "messages":
+            content = m.get("content")
+            if isinstance(content, list):
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        results += _result_chars(b)
+        elif m.get("role") == "tool" or m.get("type") == "function_call_output":
+            c = m.get("content", m.get("output"))
+            results += len(c) if isinstance(c, str) else _size(c)
     return results
-
-
-class ResultsResumed:
-    """``result_chars`` of a conversation's messages, resumed from its previous request's
-    (``wire/prefix_fold.py``: O(new messages); the walk over every message cost about 4 ms a
-    request at 9,000, issue 25). One fold per endpoint: the same messages count differently."""
-
-    def __init__(self, size: int = 64):
-        self._folds = {e: PrefixFold(functools.partial(_message_results, e), operator.add, 0, size)
-                       for e in ("messages", "chat", "responses")}
-
-    @property
-    def resumed(self) -> int:
-        return sum(f.resumed for f in self._folds.values())
-
-    def chars(self, key: Hashable | None, endpoint: str, messages: Any, hashes: Sequence[bytes] | None) -> int:
-        """``result_chars(endpoint, messages)``; ``hashes``: the messages' digests (None: walk them all)."""
-        fold = self._folds.get(endpoint)
-        return result_chars(endpoint, messages) if fold is None else fold.value(key, messages, hashes)
 
 
 def working_directory(doc: Any, home: str | None = None) -> str | None:

@@ -3,14 +3,12 @@ Changes nothing.
 
 The key, the model and the size are read on the request (later stages need
 them); the context regions (a walk over every message, for the ledger row and
-the dashboard only) are measured after the response, off the request path,
-resumed from the conversation's previous request where the layout's digests say
-its messages repeat (``ResultsResumed``: O(new messages)).
+the dashboard only) are measured after the response, off the request path.
 """
 
 from __future__ import annotations
 
-from scalpel_desktop.accounting.context_regions import ResultsResumed, measure, working_directory
+from scalpel_desktop.accounting.context_regions import measure, working_directory
 from scalpel_desktop.accounting.tokens import estimate_tokens_bytes
 from scalpel_desktop.exchange import Exchange
 from scalpel_desktop.wire.identity import conversation_key
@@ -19,9 +17,6 @@ from scalpel_desktop.wire.identity import conversation_key
 class Identify:
     name = "identify"
     mutates = False
-
-    def __init__(self):
-        self.results = ResultsResumed()
 
     def on_request(self, ex: Exchange) -> None:
         doc = ex.doc
@@ -45,10 +40,7 @@ class Identify:
     def on_response(self, ex: Exchange) -> None:
         # The prompt's split by region (sizes only), for the ledger row: after the answer.
         if ex.regions is None:
-            key = (ex.key.session_id, ex.key.agent_id) if hasattr(ex.key, "session_id") else None
-            hashes = ex.layout.hashes if ex.layout is not None else None
-            ex.regions = measure(ex.request.endpoint, ex.doc, len(ex.request.body),
-                                 results_of=lambda endpoint, msgs: self.results.chars(key, endpoint, msgs, hashes))
+            ex.regions = measure(ex.request.endpoint, ex.doc, len(ex.request.body))
         if ex.tokens_after is None:
             ex.tokens_after = (
                 estimate_tokens_bytes(len(ex.new_body)) if ex.new_body is not None else ex.tokens_before

@@ -24,11 +24,12 @@ import logging
 from typing import Any
 
 from scalpel_desktop.exchange import Exchange, SurgerySent
+from scalpel_desktop.surgery.doom import STUB_TOKENS
 from scalpel_desktop.surgery.exclude import excluded
 from scalpel_desktop.surgery.ghost import ghost_body
 from scalpel_desktop.surgery.memo import messages_in
 from scalpel_desktop.surgery.offsets import result_ids
-from scalpel_desktop.surgery.plan import Plan
+from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.wire.formats import view_for
 from scalpel_desktop.wire.identity import conversation_key
@@ -189,7 +190,7 @@ def _analyse_after(stage: Any, ex: Exchange) -> None:
     if looked:
         _pause(ex)
         spans = stage.find_spans(view, stage.config, tier=int(stage._get("tier")))  # (no lock)
-    candidates = spans  # (a DoomSpan is its candidate)
+    candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
     positions = stage._stub_positions(body, view, replayed, []) if replayed else []
     with stage._lock:
         plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)

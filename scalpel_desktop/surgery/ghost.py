@@ -48,11 +48,11 @@ from xxhash import xxh3_128_intdigest
 from scalpel_desktop.accounting.context_regions import result_chars, working_directory
 from scalpel_desktop.accounting.tokens import CHARS_PER_TOKEN_DEFAULT, estimate_tokens_bytes
 from scalpel_desktop.surgery.digests import SIZE, Digests, ids_of, packed, packed_ids
-from scalpel_desktop.surgery.result_facts import doom_limits
+from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.surgery.doom_watch import Watch, candidates, follow
 from scalpel_desktop.surgery.pin import Pinnable
 from scalpel_desktop.surgery.economist import tool_changes_beta
-from scalpel_desktop.surgery.plan import RequestShape
+from scalpel_desktop.surgery.plan import Candidate, RequestShape
 from scalpel_desktop.surgery.policies import policy_named
 from scalpel_desktop.wire.cache_rules import MARKED_TAIL, MAX_BREAKPOINTS, message_ttl_s
 from scalpel_desktop.wire.formats import view_for
@@ -312,7 +312,8 @@ def _nothing_new_to_cut(stage: Any, g: Ghost, request: Any, shape: RequestShape,
     else:
         shape = replace(shape, total_tokens=total)
     try:
-        plan = stage.economist.decide(shape, list(spans), policy=policy, brk=brk)  # (a DoomSpan is its candidate)
+        plan = stage.economist.decide(shape, [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind)
+                                              for s in spans], policy=policy, brk=brk)
     except _NotPinned:
         return None  # the economist asked about a message the ghost cannot answer for
     finally:

@@ -43,9 +43,9 @@ from scalpel_desktop.exchange import Exchange, SurgerySent
 from scalpel_desktop.surgery.doom_watch import advance
 from scalpel_desktop.surgery.ghost import MARKER, Ghost, Turn
 from scalpel_desktop.surgery.pin import Pinnable
-from scalpel_desktop.surgery.plan import Plan
+from scalpel_desktop.surgery.plan import Candidate, Plan
 from scalpel_desktop.surgery.policies import policy_named
-from scalpel_desktop.surgery.result_facts import doom_limits
+from scalpel_desktop.surgery.result_facts import STUB_TOKENS, doom_limits
 from scalpel_desktop.wire.held import MB
 
 log = logging.getLogger("scalpel.surgery")
@@ -70,7 +70,7 @@ def take_turn(stage: Any, ex: Exchange, turn: Turn) -> None:
     pol = policy_named(turn.policy)
     shape = turn.shape
     brk = stage.economist.natural_break(shape)
-    candidates = turn.spans  # (a DoomSpan is its candidate)
+    candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in turn.spans]
     plan = stage.economist.decide(shape, candidates, policy=pol.name, brk=brk)
     if plan.cut_ids:  # the lane asked the same question: say so rather than record a cut never sent
         log.warning("a dropped conversation went out as its ghost said where the economist now cuts (%s)", plan.reason)

@@ -152,17 +152,15 @@ def _text_content(m: Any) -> str | None:
     return content if isinstance(content, str) and content else None
 
 
-def pinnable(doc: dict, raw: bytes | None = None, used: int | None = None) -> tuple[Pinnable | list, int]:
+def pinnable(doc: dict, raw: bytes | None = None) -> tuple[Pinnable | list, int]:
     """Per message (lazily), whether its last block may take a marker; and how many markers are free.
 
-    ``used``: the markers the request carries, when the caller counted them (``wire.layout.
-    marker_offsets``: in its new bytes only). Else, with the request's ``raw`` bytes, they are
-    counted there (every ``"cache_control"`` key; inside a JSON string the quotes would be
-    escaped, so this never counts too few); without, by walking the document."""
+    With the request's ``raw`` bytes the markers are counted there (every ``"cache_control"``
+    key; inside a JSON string the quotes would be escaped, so this never counts too few);
+    without, by walking the document."""
     if not isinstance(doc, dict) or "cache_control" in doc:  # automatic caching: leave it be
         return [], 0
-    if used is None:
-        used = raw.count(b'"cache_control"') if raw is not None else len(marker_ttls(doc))
+    used = raw.count(b'"cache_control"') if raw is not None else len(marker_ttls(doc))
     free = max(0, MAX_BREAKPOINTS - used)
     msgs = doc.get("messages") or []
     moves = movable_marker(doc) if free == 0 else None

@@ -185,15 +185,8 @@ class ConversationState:
 
 
 def prefix_digest(shape: "RequestShape", hashes: Sequence[Hashable], units: int) -> int:
-    """One number for the prefix of ``shape`` up to unit ``units`` (``hashes``: the units as sent).
-    Packed hashes are hashed as their bytes (one C pass; a tuple of 9,000 was built from them per
-    request), and so is any sequence of the same 16-byte hashes (``packed``): the number does not
-    depend on how the caller holds them."""
-    part = hashes[:units]
-    if not isinstance(part, Digests):
-        part = packed(part)
-    key = part.blob if isinstance(part, Digests) else tuple(part) or b""
-    return hash((shape.system_hash, shape.tools_hash, shape.settings_hash, key))
+    """One number for the prefix of ``shape`` up to unit ``units`` (``hashes``: the units as sent)."""
+    return hash((shape.system_hash, shape.tools_hash, shape.settings_hash, tuple(hashes[:units])))
 
 
 def common_prefix(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:

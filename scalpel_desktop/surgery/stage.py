@@ -46,7 +46,7 @@ from scalpel_desktop.surgery.ghost import Ghosts
 from scalpel_desktop.surgery.memo import Memo, Snapshot, messages_in
 from scalpel_desktop.surgery.offsets import stub_positions
 from scalpel_desktop.surgery.pin import pinnable, pinned
-from scalpel_desktop.surgery.plan import Break, RequestShape
+from scalpel_desktop.surgery.plan import Break, Candidate, RequestShape
 from scalpel_desktop.surgery.policies import Policy, policy_named
 from scalpel_desktop.surgery.realized import banked_credit, realized
 from scalpel_desktop.surgery.remaining import own_budget, own_history
@@ -60,7 +60,6 @@ from scalpel_desktop.wire.held import MB
 from scalpel_desktop.wire.identity import conversation_key
 from scalpel_desktop.wire.jsoncodec import dumps, round_trips
 from scalpel_desktop.wire.layout import CLOSE, Layout, locate, round_trips_by_layout
-from scalpel_desktop.wire.layout import marker_offsets, unit_tokens as unit_tokens_of
 from scalpel_desktop.wire.view import ENDPOINTS, ConversationView, regions
 
 log = logging.getLogger("scalpel.surgery")
@@ -177,7 +176,7 @@ class SurgeryStage:
         looked = pol.looks_for_dead(_results_from(view, brk.index), int(self._get("keep_recent")))
         if looked:
             spans = self.find_spans(view, self.config, tier=int(self._get("tier")))
-        candidates = spans  # (a DoomSpan is its candidate)
+        candidates = [Candidate(s.tool_use_id, s.unit_index, s.tokens, STUB_TOKENS, s.kind) for s in spans]
         plan = self.economist.decide(shape, candidates, policy=pol.name, brk=brk)
         cuts: list = []
         if plan.cut_ids:
@@ -360,19 +359,25 @@ class SurgeryStage:
         endpoint = ex.request.endpoint
         if pol.warm:  # a warm cut is weighed message by message, its read boundary pinned
             msgs = doc.get("messages") or doc.get("input") or []
-            unit_tokens = unit_tokens_of(layout, CHARS_PER_TOKEN_DEFAULT) if layout is not None else \
-                [int(len(dumps(m)) / CHARS_PER_TOKEN_DEFAULT) for m in msgs]
+            sizes = layout.sizes if layout is not None else [len(dumps(m)) for m in msgs]
+            unit_tokens = [int(n / CHARS_PER_TOKEN_DEFAULT) for n in sizes]
             if endpoint == "messages":
-                raw = ex.new_body if ex.new_body is not None else ex.request.body
-                # (counted in the layout's new bytes where it is of these bytes: the body as it came)
-                used = len(marker_offsets(layout, raw)) if layout is not None and ex.new_body is None else None
-                unit_pinnable, free_markers = pinnable(doc, raw, used)
+                unit_pinnable, free_markers = pinnable(doc, ex.new_body if ex.new_body is not None
+                                                       else ex.request.body)
         system, tools, settings = regions(endpoint, doc)
         return RequestShape(
-            key=ckey, model=model, at=ex.request.received_at, unit_hashes=hashes,
-            tools_hash=region_hash(tools), system_hash=region_hash(system), settings_hash=region_hash(settings),
-            ttl_s=message_ttl_s(endpoint, doc), tool_changes_ok=tool_changes_beta(ex.request.headers),
-            unit_tokens=unit_tokens, unit_pinnable=unit_pinnable, free_markers=free_markers,
+            key=ckey,
+            model=model,
+            at=ex.request.received_at,
+            unit_hashes=hashes,
+            tools_hash=region_hash(tools),
+            system_hash=region_hash(system),
+            settings_hash=region_hash(settings),
+            ttl_s=message_ttl_s(endpoint, doc),
+            tool_changes_ok=tool_changes_beta(ex.request.headers),
+            unit_tokens=unit_tokens,
+            unit_pinnable=unit_pinnable,
+            free_markers=free_markers,
             total_tokens=ex.tokens_before or int(len(ex.request.body) / CHARS_PER_TOKEN_DEFAULT),
             rewrite_at=ex.client_rewrite_at,
         )

@@ -11,11 +11,10 @@ compact JSON (a skill: of its listing entry).
 
 from __future__ import annotations
 
-import operator
 import pickle
 import re
 import threading
-from typing import Any, Sequence
+from typing import Any
 
 from scalpel_desktop.accounting.tokens import estimate_tokens
 from scalpel_desktop.tools import names as tn
@@ -23,7 +22,6 @@ from scalpel_desktop.tools import skills as sk
 from scalpel_desktop.tools.filter import tool_uses
 from scalpel_desktop.tools.store import Declared, ToolStore
 from scalpel_desktop.wire.jsoncodec import dumps
-from scalpel_desktop.wire.prefix_fold import PrefixFold
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 
@@ -38,22 +36,8 @@ def summary_of(description: Any, limit: int = 160) -> str:
     return first[:limit].strip()
 
 
-def skill_items(message: Any) -> tuple[Declared, ...]:
-    """The skills a message lists (a role "system" message holding a skill listing), in order."""
-    if not sk.listing_messages([message]):
-        return ()
-    out = []
-    for text in sk.message_texts(message):
-        for e in sk.parse_entries(text):
-            entry = text[e.start:e.end]
-            desc = entry.split(": ", 1)[1] if ": " in entry else ""
-            out.append(Declared(tn.SKILL_PREFIX + e.name, "skill", None, estimate_tokens(entry), summary_of(desc)))
-    return tuple(out)
-
-
-def declared_items(doc: Any, user_agent: str = "", skills: Sequence[Declared] | None = None) -> list[Declared] | None:
-    """Every declaration of one request; None when the request declares no tools at all.
-    ``skills``: the ``skill_items`` of its messages, in order, when the caller has them."""
+def declared_items(doc: Any, user_agent: str = "") -> list[Declared] | None:
+    """Every declaration of one request; None when the request declares no tools at all."""
     if not isinstance(doc, dict):
         return None
     tools = doc.get("tools")
@@ -80,7 +64,12 @@ def declared_items(doc: Any, user_agent: str = "", skills: Sequence[Declared] | 
         kind = tn.declaration_kind(t, claude_code=claude_code)
         out.append(Declared(name, kind, tn.mcp_server(name), estimate_tokens(dumps(t).decode("utf-8")),
                             summary_of(t.get("description"))))
-    out += skills if skills is not None else [d for m in messages for d in skill_items(m)]
+    for i in sk.listing_messages(messages):
+        for text in sk.message_texts(messages[i]):
+            for e in sk.parse_entries(text):
+                entry = text[e.start:e.end]
+                desc = entry.split(": ", 1)[1] if ": " in entry else ""
+                out.append(Declared(tn.SKILL_PREFIX + e.name, "skill", None, estimate_tokens(entry), summary_of(desc)))
     seen: set[str] = set()
     unique = []
     for d in out:
@@ -141,20 +130,16 @@ class InventoryRecorder:
         self._lock = threading.Lock()
         self._scanned: dict[tuple[str, str], int] = {}  # (session, agent) -> messages already scanned
         self._declared: dict[str, tuple] = {}  # session -> signature of the last declarations written
-        self._skills = PrefixFold(skill_items, operator.add, ())  # (wire/prefix_fold.py: O(new messages))
 
-    def prepare(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float,
-                hashes: Sequence[bytes] | None = None) -> tuple:
+    def prepare(self, session: str, agent: str, doc: Any, user_agent: str, model: str, now: float) -> tuple:
         """What one request adds to the store, as small values (``write``'s arguments): its
         declarations when they are new, and the calls, with their files, in the messages not
         scanned yet. The inventory stage runs this after the answer and queues only the result:
         a queued job that held the request's document kept each one alive until the writer got
-        to it (after a burst of first sightings, dozens of documents: issue 12). ``hashes``: the
-        messages' digests (``Layout.hashes``), so the skill listings are read in the new messages only."""
+        to it (after a burst of first sightings, dozens of documents: issue 12)."""
         messages = doc.get("messages") if isinstance(doc, dict) else None
+        declared = declared_items(doc, user_agent)
         key = (session, agent)
-        skills = self._skills.value(key, messages, hashes) if isinstance(messages, list) else None
-        declared = declared_items(doc, user_agent, skills)
         with self._lock:
             start = self._scanned.get(key, 0)
             n = len(messages) if isinstance(messages, list) else 0

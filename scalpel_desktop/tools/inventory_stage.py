@@ -54,5 +54,4 @@ class InventoryStage:
     def on_response(self, ex: Exchange) -> None:
         job, ex.inventory = ex.inventory, None
         if job is not None:  # one bytes object queued: not thousands of the document's id strings
-            hashes = ex.layout.hashes if ex.layout is not None else None  # (the skill listings resume)
-            self.writer.submit(self.recorder.write_packed, pickle.dumps(self.recorder.prepare(*job, hashes)))
+            self.writer.submit(self.recorder.write_packed, pickle.dumps(self.recorder.prepare(*job)))

@@ -14,14 +14,13 @@ by serializing only what lies around the messages.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from scalpel_desktop.wire.hashing import message_hash
 from scalpel_desktop.wire.jsoncodec import dumps, loads
 
 MESSAGES_KEY = b'"messages":['
-MARKER_KEY = b'"cache_control"'
 COMMA, CLOSE = ord(","), ord("]")
 
 
@@ -33,51 +32,6 @@ class Layout:
     sizes: list[int]  # compact bytes of each message
     hashes: list[bytes]  # economist hashes of the ORIGINAL messages
     reused: int = 0  # messages taken over from the previous request
-    # Each message's estimated tokens at ``chars per token`` (``unit_tokens``), filled on first use;
-    # ``seed``: the previous layout's, whose first ``reused`` this one's repeat (O(new) to fill).
-    tokens: tuple[float, list[int]] | None = field(default=None, repr=False, compare=False)
-    seed: tuple[float, list[int]] | None = field(default=None, repr=False, compare=False)
-    # Where the raw body's ``"cache_control"`` keys start (``marker_offsets``), filled on first use;
-    # ``marker_seed``: the previous layout's, in the bytes this one's first ``reused`` messages repeat.
-    markers: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
-    marker_seed: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
-
-
-def marker_offsets(layout: Layout, raw: bytes) -> tuple[int, ...]:
-    """Where every ``"cache_control"`` key of ``raw`` (the body ``layout`` is of) starts: found in
-    the bytes after the messages the previous body's layout shares only, where its are known
-    (the bytes before repeat it byte for byte, from offset 0). Inside a JSON string the quotes
-    would be escaped, so this never counts too few (``surgery/pin.py``)."""
-    if layout.markers is not None:
-        return layout.markers
-    k, seed, n = layout.reused, layout.marker_seed, len(MARKER_KEY)
-    head: tuple[int, ...] = ()
-    start = 0
-    if seed is not None and k:
-        start = max(0, layout.ends[k - 1] - n + 1)  # (a key across that end is looked for again)
-        head = tuple(o for o in seed if o < start)
-    found = []
-    at = raw.find(MARKER_KEY, start)
-    while at >= 0:
-        found.append(at)
-        at = raw.find(MARKER_KEY, at + n)
-    layout.markers, layout.marker_seed = head + tuple(found), None
-    return layout.markers
-
-
-def unit_tokens(layout: Layout, chars_per_token: float) -> list[int]:
-    """Each message's estimated tokens (its compact bytes / ``chars_per_token``, rounded down),
-    computed for the new messages only where the previous layout's are known. Read-only."""
-    got = layout.tokens
-    if got is not None and got[0] == chars_per_token:
-        return got[1]
-    k, seed, sizes = layout.reused, layout.seed, layout.sizes
-    if seed is not None and seed[0] == chars_per_token and len(seed[1]) >= k:
-        tokens = seed[1][:k] + [int(n / chars_per_token) for n in sizes[k:]]
-    else:
-        tokens = [int(n / chars_per_token) for n in sizes]
-    layout.tokens, layout.seed = (chars_per_token, tokens), None
-    return tokens
 
 
 class LaidOut(Protocol):
@@ -149,9 +103,7 @@ def locate(raw: bytes, doc: Any, prev: LaidOut | None) -> Layout | None:
     ends, sizes, hashes = list(ends), list(sizes), list(hashes)
     if lay_out(raw, msgs, k, cursor, ends, sizes, hashes) is None:
         return None
-    if not k or prev is None:
-        return Layout(ends, sizes, hashes, k)
-    return Layout(ends, sizes, hashes, k, seed=prev.layout.tokens, marker_seed=prev.layout.markers)
+    return Layout(ends, sizes, hashes, k)
 
 
 def lay_out(raw: bytes, msgs: list, first: int, cursor: int, ends: list, sizes: list, hashes: list) -> int | None:

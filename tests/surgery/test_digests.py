@@ -8,7 +8,7 @@ import pytest
 
 from scalpel_desktop.surgery.digests import SIZE, Digests, common_prefix_packed, ids_of, packed, packed_ids
 from scalpel_desktop.surgery.economist import Economist
-from scalpel_desktop.surgery.plan import RequestShape, common_prefix, prefix_digest
+from scalpel_desktop.surgery.plan import RequestShape, common_prefix
 
 
 def _hashes(n: int, salt: str = "") -> tuple[bytes, ...]:
@@ -52,22 +52,6 @@ def test_the_common_prefix_of_packed_hashes_is_the_tuples_one(n_a, n_b, differ_a
     assert common_prefix_packed(pa, pb) == want
     assert common_prefix(pa, tuple(b)) == common_prefix(tuple(a), pb) == common_prefix(pa, pb) == want
     assert common_prefix(pa, ("a",) * n_b) == 0  # a tuple of other hashables: compared one by one
-
-
-@pytest.mark.parametrize("units", [0, 1, 57, 300, 400])
-def test_a_prefix_digest_is_the_same_however_its_hashes_are_held(units):
-    shape = RequestShape(key=("s", ""), model="m", at=0.0, unit_hashes=(), system_hash="s", tools_hash="t")
-    t = _hashes(300)
-    d = packed(t)
-    want = prefix_digest(shape, t, units)
-    assert prefix_digest(shape, d, units) == prefix_digest(shape, list(t), units) == want
-    assert prefix_digest(shape, t[:units], units) == want  # (the same prefix, held shorter)
-    if units:
-        assert prefix_digest(shape, _hashes(300, "x"), units) != want  # other messages
-        assert prefix_digest(shape, t, units - 1) != want or units > len(t)  # (past the end: all of them)
-    other = RequestShape(key=("s", ""), model="m", at=0.0, unit_hashes=(), system_hash="s2", tools_hash="t")
-    assert prefix_digest(other, d, units) != want  # another system prompt
-    assert prefix_digest(shape, ("a", "b"), 2) != prefix_digest(shape, ("a", "c"), 2)  # tests' own hashables
 
 
 def test_the_economist_keeps_the_hashes_it_was_sent_packed_and_reads_them_back():

@@ -28,27 +28,6 @@ def test_kinds_servers_and_skills():
     assert declared_items(body([], skills=False), "x") is None
 
 
-def test_the_recorder_reads_skill_listings_in_new_messages_only_and_finds_the_same(tmp_path):
-    """The listings are folded from the previous request's (wire/prefix_fold.py), with the same result."""
-    import copy
-    import hashlib
-
-    from scalpel_desktop.tools.inventory import InventoryRecorder
-
-    def digests(msgs):
-        return [hashlib.sha256(dumps(m)).digest()[:16] for m in msgs]
-
-    rec = InventoryRecorder(ToolStore.open(tmp_path / "l.sqlite3"))
-    doc = body([tool("Bash")], turns=3, calls=["Bash"])
-    grown = copy.deepcopy(doc)
-    grown["messages"] += copy.deepcopy(body([tool("Bash")], turns=2, calls=["Read"])["messages"])  # a second listing
-    for d in (doc, grown, grown):
-        rec._declared.clear()  # (declarations already written are not returned again)
-        declared = rec.prepare("s", "", d, "claude-cli/2.1.332", "m", 1.0, digests(d["messages"]))[4]
-        assert declared == declared_items(d, "claude-cli/2.1.332") and any(x.kind == "skill" for x in declared)
-    assert rec._skills.resumed == 2  # the grown history, twice, each from the request before it
-
-
 def test_calls_include_skill_invocations():
     doc = body([tool("Bash"), tool("Skill")], turns=2, calls=["Bash", "Read"])
     doc["messages"].append({"role": "assistant", "content": [

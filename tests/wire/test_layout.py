@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from scalpel_desktop.wire.hashing import message_hash
 from scalpel_desktop.wire.jsoncodec import dumps, loads, round_trips
-from scalpel_desktop.wire.layout import (MARKER_KEY, MESSAGES_KEY, LaidOutBody, Layout, head_of, locate, marker_offsets,
-                                         repeats, round_trips_by_layout, unit_tokens)
+from scalpel_desktop.wire.layout import MESSAGES_KEY, LaidOutBody, Layout, head_of, locate, repeats, round_trips_by_layout
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 block = st.one_of(
@@ -204,39 +203,3 @@ def test_the_marker_in_the_shell_itself_is_not_taken_for_the_messages():
 
 def test_the_key_it_looks_for_is_the_codecs_spelling():
     assert MESSAGES_KEY in dumps({"messages": [1]})
-
-
-def _all_markers(raw: bytes) -> tuple[int, ...]:
-    found, at = [], raw.find(MARKER_KEY)
-    while at >= 0:
-        found.append(at)
-        at = raw.find(MARKER_KEY, at + 1)
-    return tuple(found)
-
-
-def _marked(m: dict) -> dict:
-    """``m`` with a cache marker on its last block, as Claude Code marks its last message."""
-    content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
-    return {**m, "content": content[:-1] + [{**content[-1], "cache_control": {"type": "ephemeral"}}]}
-
-
-@settings(max_examples=100, deadline=None)
-@given(messages, st.lists(messages, min_size=1, max_size=4), shells, st.booleans())
-def test_markers_and_tokens_found_in_the_new_bytes_are_those_of_the_whole_body(first, turns, shell, system_marker):
-    """A conversation's requests, its last message marked each time (the marker moves on): every
-    layout's marker offsets and unit tokens, each found from the previous layout's, are the ones
-    found in the whole body."""
-    if system_marker:
-        shell = {**shell, "system": [{"type": "text", "text": 'x "cache_control"', "cache_control": {"type": "ephemeral"}}]}
-    history, prev = list(first), None
-    for added in [[]] + turns:
-        history = history + added
-        msgs = history[:-1] + [_marked(history[-1])]
-        raw, doc = body(msgs, shell)
-        got = locate(raw, doc, prev)
-        assert got is not None
-        assert (got.seed is not None) == (got.marker_seed is not None) == bool(got.reused)  # (resumed)
-        assert marker_offsets(got, raw) == _all_markers(raw)
-        assert unit_tokens(got, 3.5) == [int(n / 3.5) for n in got.sizes]
-        prev = LaidOutBody(raw, got)
-    assert unit_tokens(got, 4.0) == [int(n / 4.0) for n in got.sizes]  # (another rate: anew)
