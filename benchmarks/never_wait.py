@@ -38,11 +38,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead.bodies import CAPTURE, Conversation, first_sighting, load_capture  # noqa: E402
+from overhead.bodies import Conversation, first_sighting, load_capture  # noqa: E402
 from overhead.load import concurrent  # noqa: E402
 from overhead.paths import PathClient, settle, start_paths, stop_all  # noqa: E402
 from overhead.table import pct  # noqa: E402
-from overhead.upstreams import END, add_serve_flags, serve_if_asked  # noqa: E402
+from overhead.upstreams import END, parse_or_serve  # noqa: E402
 
 SMALL = 50_000
 
@@ -129,13 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrent", type=int, default=200, help="concurrent 100 KB first sightings")
     ap.add_argument("--only", default="others,own,concurrent", help="which parts (comma list)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a scalpel setting")
-    add_serve_flags(ap)
-    args = ap.parse_args(argv)
-    if serve_if_asked(args):
-        return 0
-    if not CAPTURE.exists():
-        print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)
-        return 2
+    args, rc = parse_or_serve(ap, argv)
+    if args is None:
+        return rc
     only = set(args.only.split(","))
     Conversation.growth = "real"
     capture = load_capture()

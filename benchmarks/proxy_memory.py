@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from overhead.bodies import (  # noqa: E402 - proxy_overhead's body builders, not a copy
-    CAPTURE, Conversation, first_sighting, load_capture)
+    Conversation, first_sighting, load_capture)
 
 STEPS = 100
 AFTER_S = (1, 2, 5, 10)
@@ -59,7 +59,7 @@ STEADY_AFTER_S = (1, 5)  # after the last steady request, idle
 # -- the upstream and the bare forward are proxy_overhead's (`python proxy_memory.py --serve-... PORT ...`)
 
 from overhead.paths import free_port, stop_all, wait_port  # noqa: E402
-from overhead.upstreams import END, add_serve_flags, serve_if_asked  # noqa: E402
+from overhead.upstreams import END, parse_or_serve  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -237,13 +237,9 @@ def main() -> int:
     ap.add_argument("--concurrent", type=int, default=50, help="bodies of 1-3 MB in the burst (0: no burst)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--out", help="also write the markdown table to this file")
-    add_serve_flags(ap)
-    args = ap.parse_args()
-    if serve_if_asked(args):
-        return 0
-    if not CAPTURE.exists():
-        print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)
-        return 2
+    args, rc = parse_or_serve(ap)
+    if args is None:
+        return rc
     if args.requests < 0 or args.conversations < 1 or args.concurrent < 0 or args.size < 1:
         ap.error("--requests, --concurrent >= 0; --conversations, --size >= 1")
     memtrace = os.environ.get("SCALPEL_MEMTRACE")

@@ -67,12 +67,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead.bodies import CAPTURE, Conversation, first_sighting, load_capture  # noqa: E402
+from overhead.bodies import Conversation, first_sighting, load_capture  # noqa: E402
 from overhead.load import concurrent, memory  # noqa: E402
 from overhead.modes import MODES, measure  # noqa: E402
 from overhead.paths import settle, start_paths, stop_all  # noqa: E402
 from overhead.table import HEADER, pct, size_label, table_rows  # noqa: E402
-from overhead.upstreams import add_serve_flags, serve_if_asked  # noqa: E402
+from overhead.upstreams import parse_or_serve  # noqa: E402
 
 SIZES = {"100 KB": 100_000, "1 MB": 1_000_000, "3 MB": 3_000_000, "10 MB": 10_000_000}
 FULL_ROUNDS = {"100 KB": 30, "1 MB": 20, "3 MB": 12, "10 MB": 6}
@@ -160,13 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                          "the warm policies then have turns to earn on)")
     ap.add_argument("--py-spy", metavar="FILE", help="sample scalpel with py-spy during the cells (raw "
                     "collapsed stacks, GIL holders only) into FILE")
-    add_serve_flags(ap)
-    args = ap.parse_args(argv)
-    if serve_if_asked(args):
-        return 0
-    if not CAPTURE.exists():
-        print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)
-        return 2
+    args, rc = parse_or_serve(ap, argv)
+    if args is None:
+        return rc
     settings = dict(s.split("=", 1) for s in args.set)
     picked = bool(args.mode or args.size or args.upstream)
     do_rss, do_conc = (args.rss, args.concurrent) if picked else (True, True)

@@ -108,6 +108,24 @@ def add_serve_flags(ap) -> None:
     ap.add_argument("--serve-bare", nargs=2, metavar=("PORT", "UPSTREAM"), help=argparse.SUPPRESS)
 
 
+def parse_or_serve(ap, argv=None):
+    """A benchmark script's arguments (``add_serve_flags`` added to ``ap`` here); None when this run
+    only served a server (exit 0) or the real capture the bodies grow is missing (said; exit 2):
+    ``(args, exit code)``."""
+    import sys
+
+    from overhead.bodies import CAPTURE
+
+    add_serve_flags(ap)
+    args = ap.parse_args(argv)
+    if serve_if_asked(args):
+        return None, 0
+    if not CAPTURE.exists():
+        print(f"needs the real Claude Code 2.1.332 capture at {CAPTURE} (../shared/corpus)", file=sys.stderr)
+        return None, 2
+    return args, 0
+
+
 def serve_if_asked(args) -> bool:
     """Serve (until stopped) what ``add_serve_flags``' flags ask for; False when they ask for nothing."""
     if args.serve_upstream:
