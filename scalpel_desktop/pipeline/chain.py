@@ -268,12 +268,14 @@ class Chain:
         with self._pending_lock:
             return bool(self._pending.get(key))
 
+    def _earlier(self, key: Hashable) -> list[threading.Event]:
+        """``key``'s completions answered before now and not run yet."""
+        with self._pending_lock:
+            return [done for done in self._pending.get(key, ()) if not done.is_set()]
+
     def _still_busy(self, key: Hashable) -> bool:
         """Whether ``key``'s earlier completions are still running after ``own_wait_s`` (waited here)."""
-        with self._pending_lock:
-            earlier = [done for done in self._pending.get(key, ()) if not done.is_set()]
-        deadline = time.monotonic() + self.own_wait_s
-        return not all(done.wait(max(0.0, deadline - time.monotonic())) for done in earlier)
+        return not _all_done(self._earlier(key), time.monotonic() + self.own_wait_s)
 
     def _wait_for_earlier(self, ex: Exchange) -> None:
         """Until every completion of this request's conversation answered before now has run."""
@@ -282,19 +284,16 @@ class Chain:
         key = _order_key(ex)
         if key is None:
             return
-        with self._pending_lock:
-            earlier = [done for done in self._pending.get(key, ()) if not done.is_set()]
+        earlier = self._earlier(key)
         if not earlier:
             return
         started = time.monotonic()
-        deadline = started + self.order_wait_s
         with self.aside():
-            for done in earlier:
-                if not done.wait(max(0.0, deadline - time.monotonic())):
-                    self.order_waits.record(time.monotonic() - started, timed_out=True)
-                    log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s;"
-                                " going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
-                    return
+            if not _all_done(earlier, started + self.order_wait_s):
+                self.order_waits.record(time.monotonic() - started, timed_out=True)
+                log.warning("the previous request of conversation %s/%s was still being analysed after %.0f s;"
+                            " going on without waiting for it", key[0][:40], key[1][:40], self.order_wait_s)
+                return
         self.order_waits.record(time.monotonic() - started, timed_out=False)
 
 
@@ -314,3 +313,8 @@ def _safe_bool(fn: Callable[[], bool]) -> bool:
         return bool(fn())
     except Exception:  # noqa: BLE001
         return False
+
+
+def _all_done(events: Sequence[threading.Event], deadline: float) -> bool:
+    """Whether every one of ``events`` is set by ``deadline`` (monotonic), waiting for them in turn."""
+    return all(done.wait(max(0.0, deadline - time.monotonic())) for done in events)
